@@ -1,0 +1,36 @@
+# Two commands on a fresh machine with Python 3.11 and make:
+#   make book   build the site into _build/html (strict: a warning fails it)
+#   make test   every check: ruff, then pytest (package, book, browser)
+# and:  make serve (the built site on http://127.0.0.1:8000), make clean.
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+# Stamp of the last install: redone when the requirements or the package metadata change.
+INSTALLED := $(VENV)/.installed
+PORT ?= 8000
+
+# Kernels inherit the environment: a headless MPLBACKEND would hide every figure.
+unexport MPLBACKEND
+
+.PHONY: book test serve clean
+
+$(INSTALLED): requirements.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	touch $@
+
+book: $(INSTALLED)
+	$(BIN)/jupyter-book build . -W -n --keep-going
+
+test: $(INSTALLED)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python -m pytest
+
+serve: book
+	@echo "Serving _build/html on http://127.0.0.1:$(PORT) (Ctrl-C to stop)"
+	$(BIN)/python -m http.server $(PORT) --bind 127.0.0.1 --directory _build/html
+
+clean:
+	rm -rf _build

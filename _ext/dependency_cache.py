@@ -1,0 +1,79 @@
+"""Re-execute the chapters when the code they import changes.
+
+Problem: jupyter-cache keys a notebook by its code cells and kernelspec only, and
+Sphinx re-reads a page only when its source changes. After an edit to ``src/qkv``
+or to the requirements, a cached build would quietly show stale outputs.
+
+Answer: hash the files listed in ``dependency_cache_paths`` (relative to the book
+root) and use ``_build/.jupyter_cache/<hash>`` as the execution cache. A change
+of the hash gives an empty cache (every chapter executes again) and changes the
+config value ``nb_execution_cache_path``, which Sphinx tracks: every page is
+re-read. Caches of older hashes are deleted. The cache path is absolute, so the
+build does not depend on the directory it is started from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+from sphinx.application import Sphinx
+from sphinx.config import Config
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_PATHS = ["src/qkv", "requirements.txt", "pyproject.toml"]
+_SKIP_PARTS = {"__pycache__", ".ipynb_checkpoints"}
+_SKIP_SUFFIXES = {".pyc", ".pyo"}
+
+
+def dependency_files(root: Path, paths: list[str]) -> list[Path]:
+    """Every file under ``paths`` (files or folders, relative to ``root``), sorted."""
+    found: list[Path] = []
+    for entry in paths:
+        path = root / entry
+        if path.is_file():
+            found.append(path)
+        elif path.is_dir():
+            found.extend(
+                p
+                for p in path.rglob("*")
+                if p.is_file()
+                and not _SKIP_PARTS.intersection(p.parts)
+                and p.suffix not in _SKIP_SUFFIXES
+            )
+    return sorted(set(found))
+
+
+def dependency_hash(root: Path, paths: list[str]) -> str:
+    """A short hash of the names and contents of the dependency files."""
+    digest = hashlib.sha256()
+    for path in dependency_files(root, paths):
+        digest.update(path.relative_to(root).as_posix().encode())
+        digest.update(b"\0")
+        digest.update(path.read_bytes())
+        digest.update(b"\0")
+    return digest.hexdigest()[:16]
+
+
+def _set_cache_path(app: Sphinx, config: Config) -> None:
+    root = Path(app.srcdir)
+    key = dependency_hash(root, list(config.dependency_cache_paths))
+    cache_root = Path(app.outdir).parent.resolve() / ".jupyter_cache"
+    cache = cache_root / f"deps-{key}"
+    if cache_root.is_dir():
+        for old in cache_root.glob("deps-*"):
+            if old != cache:
+                logger.info("dependency_cache: removing stale cache %s", old.name)
+                shutil.rmtree(old, ignore_errors=True)
+    config.nb_execution_cache_path = str(cache)
+    logger.info("dependency_cache: execution cache %s", cache)
+
+
+def setup(app: Sphinx) -> dict:
+    app.add_config_value("dependency_cache_paths", DEFAULT_PATHS, "env", [list])
+    # After myst-nb has registered nb_execution_cache_path, before it reads it.
+    app.connect("config-inited", _set_cache_path, priority=900)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

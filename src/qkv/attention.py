@@ -1,0 +1,418 @@
+"""Scaled dot-product attention, self-attention and multi-head attention.
+
+This module is the reference implementation the book builds up chapter by chapter,
+following Vaswani et al. (2017), "Attention Is All You Need":
+
+    Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V
+
+Shape legend (used in every docstring and end-of-line comment below):
+
+    ...  any number of leading batch dimensions (they broadcast)
+    B    batch size
+    H    number of heads
+    L    query length (the positions that ask)
+    S    key and value length (the positions that are looked at)
+    D    model (embedding) dimension
+    E    feature dimension of queries and keys (per head: E = D / H)
+    Ev   feature dimension of values
+
+Conventions:
+
+* Masks are boolean and ``True`` means "may attend", as in PyTorch.
+* A query that may attend to nothing gets all-zero weights and a zero output,
+  never NaN.
+* Bad input raises ``ValueError`` naming the argument and the shapes seen.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+__all__ = [
+    "MultiHeadAttention",
+    "SelfAttention",
+    "causal_mask",
+    "concat_heads",
+    "padding_mask",
+    "scaled_dot_product_attention",
+    "split_heads",
+]
+
+
+def _check_floating(name: str, x: Tensor, min_rank: int = 2) -> None:
+    """Raise ``ValueError`` unless ``x`` is a floating tensor of rank >= min_rank."""
+    if not isinstance(x, Tensor):
+        raise ValueError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if x.dim() < min_rank:
+        raise ValueError(
+            f"{name} must have at least {min_rank} dimensions, "
+            f"got shape {tuple(x.shape)}"
+        )
+    if not x.is_floating_point():
+        raise ValueError(f"{name} must be a floating tensor, got dtype {x.dtype}")
+
+
+def causal_mask(
+    query_len: int, key_len: int | None = None, device: torch.device | None = None
+) -> Tensor:
+    """Boolean mask that lets position i attend to positions 0..i only.
+
+    Explained in the chapter *masking*.
+
+    Args:
+        query_len: L, the number of query positions.
+        key_len: S, the number of key positions (default: ``query_len``).
+        device: where to create the mask.
+
+    Returns:
+        Bool tensor of shape (L, S), True on and below the diagonal (aligned
+        top-left, as in ``torch.nn.functional.scaled_dot_product_attention``).
+    """
+    key_len = query_len if key_len is None else key_len
+    for name, value in (("query_len", query_len), ("key_len", key_len)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+    ones = torch.ones(query_len, key_len, dtype=torch.bool, device=device)
+    return ones.tril()  # (L, S)
+
+
+def padding_mask(lengths: Tensor | list[int], max_len: int | None = None) -> Tensor:
+    """Boolean mask of the real (non-padding) positions of a padded batch.
+
+    Explained in the chapter *masking*.
+
+    Args:
+        lengths: shape (B,), the true length of each sequence.
+        max_len: S, the padded length (default: the largest length).
+
+    Returns:
+        Bool tensor of shape (B, S), True where a token is real. To mask keys,
+        index it as ``mask[:, None, :]`` (single head, scores (B, L, S)) or
+        ``mask[:, None, None, :]`` (multi-head, scores (B, H, L, S)).
+    """
+    lengths = torch.as_tensor(lengths)
+    if lengths.dim() != 1 or lengths.is_floating_point() or lengths.dtype == torch.bool:
+        raise ValueError(
+            "lengths must be a 1-D tensor of integers, "
+            f"got shape {tuple(lengths.shape)} and dtype {lengths.dtype}"
+        )
+    if (lengths < 0).any():
+        raise ValueError(f"lengths must be non-negative, got {lengths.tolist()}")
+    longest = int(lengths.max()) if lengths.numel() else 0
+    max_len = longest if max_len is None else max_len
+    if max_len < longest:
+        raise ValueError(
+            f"max_len={max_len} is shorter than the longest of lengths "
+            f"{lengths.tolist()}"
+        )
+    positions = torch.arange(max_len, device=lengths.device)  # (S,)
+    return positions[None, :] < lengths[:, None]  # (B, S)
+
+
+def scaled_dot_product_attention(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Tensor | None = None,
+    is_causal: bool = False,
+    scale: float | None = None,
+) -> tuple[Tensor, Tensor]:
+    """softmax(Q K^T * scale) V, returning the output and the attention weights.
+
+    Explained in the chapters *attention-by-hand* and *scaled-dot-product*.
+
+    Args:
+        query: shape (..., L, E).
+        key: shape (..., S, E).
+        value: shape (..., S, Ev).
+        attn_mask: optional bool tensor broadcastable to (..., L, S);
+            True = may attend.
+        is_causal: if True, query i sees keys 0..i only (top-left aligned).
+            Cannot be combined with ``attn_mask``.
+        scale: factor applied to the scores (default ``1 / sqrt(E)``).
+
+    Returns:
+        ``(output, weights)`` with output of shape (..., L, Ev) and weights of
+        shape (..., L, S). Each row of weights sums to 1, except a row whose
+        query may attend to nothing: its weights and output are exactly 0.
+
+    Raises:
+        ValueError: on mismatched shapes, a rank below 2, a non-bool or
+            non-broadcastable mask, or ``attn_mask`` given with ``is_causal``.
+    """
+    for name, x in (("query", query), ("key", key), ("value", value)):
+        _check_floating(name, x)
+    q_shape, k_shape, v_shape = tuple(query.shape), tuple(key.shape), tuple(value.shape)
+    if q_shape[-1] != k_shape[-1]:
+        raise ValueError(
+            "query and key must have the same feature size (last dim), got "
+            f"query {q_shape} and key {k_shape}"
+        )
+    if k_shape[-2] != v_shape[-2]:
+        raise ValueError(
+            "key and value must have the same length (dim -2), got "
+            f"key {k_shape} and value {v_shape}"
+        )
+    try:
+        batch = torch.broadcast_shapes(q_shape[:-2], k_shape[:-2], v_shape[:-2])
+    except RuntimeError:
+        raise ValueError(
+            "the batch dims of query, key and value must broadcast, got "
+            f"query {q_shape}, key {k_shape} and value {v_shape}"
+        ) from None
+    scores_shape = (*batch, q_shape[-2], k_shape[-2])  # (..., L, S)
+    if attn_mask is not None and is_causal:
+        raise ValueError(
+            "give either attn_mask or is_causal=True, not both; got attn_mask "
+            f"{tuple(attn_mask.shape)} with is_causal=True"
+        )
+    if is_causal:
+        attn_mask = causal_mask(q_shape[-2], k_shape[-2], device=query.device)
+    if attn_mask is not None:
+        _check_mask(attn_mask, scores_shape)
+
+    if scale is None:
+        scale = 1.0 / math.sqrt(q_shape[-1])
+    scores = query @ key.transpose(-2, -1) * scale  # (..., L, S)
+    if attn_mask is not None:
+        # A row with no allowed key would be softmax(-inf, ..., -inf) = NaN:
+        # give it finite scores, then zero every masked weight.
+        attn_mask = attn_mask.expand(scores_shape)
+        can_attend = attn_mask.any(dim=-1, keepdim=True)  # (..., L, 1)
+        scores = scores.masked_fill(~attn_mask, float("-inf"))
+        scores = scores.masked_fill(~can_attend, 0.0)
+    weights = torch.softmax(scores, dim=-1)  # (..., L, S)
+    if attn_mask is not None:
+        weights = weights.masked_fill(~attn_mask, 0.0)
+    output = weights @ value  # (..., L, Ev)
+    return output, weights
+
+
+def _check_mask(attn_mask: Tensor, scores_shape: tuple[int, ...]) -> None:
+    """Raise ``ValueError`` unless ``attn_mask`` is bool and broadcasts to scores."""
+    if not isinstance(attn_mask, Tensor) or attn_mask.dtype != torch.bool:
+        got = attn_mask.dtype if isinstance(attn_mask, Tensor) else type(attn_mask)
+        raise ValueError(
+            f"attn_mask must be a bool tensor (True = may attend), got {got}"
+        )
+    mask_shape = tuple(attn_mask.shape)
+    try:
+        fits = torch.broadcast_shapes(mask_shape, scores_shape) == scores_shape
+    except RuntimeError:
+        fits = False
+    if not fits:
+        raise ValueError(
+            f"attn_mask of shape {mask_shape} does not broadcast to the scores "
+            f"shape (..., L, S) = {scores_shape}"
+        )
+
+
+def split_heads(x: Tensor, num_heads: int) -> Tensor:
+    """Cut the feature dimension into ``num_heads`` heads.
+
+    Explained in the chapter *multi-head*.
+
+    Args:
+        x: shape (..., T, D), with D divisible by ``num_heads``.
+        num_heads: H.
+
+    Returns:
+        Shape (..., H, T, D / H): each head sees its own slice of the features.
+    """
+    _check_num_heads(num_heads)
+    _check_floating("x", x)
+    *batch, length, dim = x.shape
+    if dim % num_heads:
+        raise ValueError(
+            f"the last dim of x must be divisible by num_heads={num_heads}, "
+            f"got x {tuple(x.shape)}"
+        )
+    x = x.reshape(*batch, length, num_heads, dim // num_heads)  # (..., T, H, E)
+    return x.transpose(-3, -2)  # (..., H, T, E)
+
+
+def concat_heads(x: Tensor) -> Tensor:
+    """Undo :func:`split_heads`: put the heads side by side again.
+
+    Explained in the chapter *multi-head*.
+
+    Args:
+        x: shape (..., H, T, E).
+
+    Returns:
+        Shape (..., T, H * E).
+    """
+    _check_floating("x", x, min_rank=3)
+    *batch, num_heads, length, head_dim = x.shape
+    x = x.transpose(-3, -2)  # (..., T, H, E)
+    return x.reshape(*batch, length, num_heads * head_dim)  # (..., T, D)
+
+
+def _check_num_heads(num_heads: int) -> None:
+    if isinstance(num_heads, bool) or not isinstance(num_heads, int) or num_heads < 1:
+        raise ValueError(f"num_heads must be an int >= 1, got {num_heads!r}")
+
+
+def _check_embed_dim(embed_dim: int) -> None:
+    if isinstance(embed_dim, bool) or not isinstance(embed_dim, int) or embed_dim < 1:
+        raise ValueError(f"embed_dim must be an int >= 1, got {embed_dim!r}")
+
+
+def _check_last_dim(name: str, x: Tensor, embed_dim: int) -> None:
+    _check_floating(name, x)
+    if x.shape[-1] != embed_dim:
+        raise ValueError(
+            f"the last dim of {name} must be embed_dim={embed_dim}, "
+            f"got {name} {tuple(x.shape)}"
+        )
+
+
+class SelfAttention(nn.Module):
+    """Single-head self-attention with trainable projections W_q, W_k and W_v.
+
+    Explained in the chapter *self-attention*. It has 3 (D^2 + D) parameters with
+    bias and 3 D^2 without; it has no output projection (see
+    :class:`MultiHeadAttention` for that).
+
+    Args:
+        embed_dim: D, the size of each input vector (and of each output vector).
+        bias: whether the projections have a bias.
+    """
+
+    def __init__(self, embed_dim: int, bias: bool = True) -> None:
+        super().__init__()
+        _check_embed_dim(embed_dim)
+        self.embed_dim = embed_dim
+        self.W_q = nn.Linear(embed_dim, embed_dim, bias=bias)
+        self.W_k = nn.Linear(embed_dim, embed_dim, bias=bias)
+        self.W_v = nn.Linear(embed_dim, embed_dim, bias=bias)
+
+    def forward(
+        self, x: Tensor, attn_mask: Tensor | None = None, is_causal: bool = False
+    ) -> tuple[Tensor, Tensor]:
+        """Attend from every position of ``x`` to every (allowed) position of ``x``.
+
+        Args:
+            x: shape (..., T, D).
+            attn_mask: optional bool mask broadcastable to (..., T, T).
+            is_causal: if True, position i sees positions 0..i only.
+
+        Returns:
+            ``(output, weights)``: output (..., T, D), weights (..., T, T).
+        """
+        _check_last_dim("x", x, self.embed_dim)
+        query, key, value = self.W_q(x), self.W_k(x), self.W_v(x)  # (..., T, D) each
+        return scaled_dot_product_attention(
+            query, key, value, attn_mask=attn_mask, is_causal=is_causal
+        )
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention: H heads in parallel, mixed by an output projection W_o.
+
+    Explained in the chapter *multi-head*. Inputs are batch-first, (..., T, D).
+    With bias it has 4 (D^2 + D) parameters, the same as
+    ``torch.nn.MultiheadAttention(D, H)``; copy that module's weights with
+    :meth:`from_torch`.
+
+    Args:
+        embed_dim: D, the model dimension; must be divisible by ``num_heads``.
+        num_heads: H; each head works in dimension E = D / H.
+        bias: whether the four projections have a bias.
+    """
+
+    def __init__(self, embed_dim: int, num_heads: int, bias: bool = True) -> None:
+        super().__init__()
+        _check_embed_dim(embed_dim)
+        _check_num_heads(num_heads)
+        if embed_dim % num_heads:
+            raise ValueError(
+                f"embed_dim={embed_dim} must be divisible by num_heads={num_heads}"
+            )
+        self.embed_dim = embed_dim
+        self.num_heads = num_heads
+        self.head_dim = embed_dim // num_heads
+        self.W_q = nn.Linear(embed_dim, embed_dim, bias=bias)
+        self.W_k = nn.Linear(embed_dim, embed_dim, bias=bias)
+        self.W_v = nn.Linear(embed_dim, embed_dim, bias=bias)
+        self.W_o = nn.Linear(embed_dim, embed_dim, bias=bias)
+
+    def forward(
+        self,
+        query: Tensor,
+        key: Tensor | None = None,
+        value: Tensor | None = None,
+        attn_mask: Tensor | None = None,
+        is_causal: bool = False,
+        need_weights: bool = True,
+    ) -> tuple[Tensor, Tensor | None]:
+        """Attend from ``query`` to ``key``/``value`` (self-attention by default).
+
+        Args:
+            query: shape (..., L, D).
+            key: shape (..., S, D); defaults to ``query``.
+            value: shape (..., S, D); defaults to ``key``.
+            attn_mask: optional bool mask broadcastable to (..., H, L, S),
+                e.g. (L, S) for all heads, or ``padding_mask(...)[:, None, None, :]``.
+            is_causal: if True, query i sees keys 0..i only.
+            need_weights: if False, return ``None`` instead of the weights.
+
+        Returns:
+            ``(output, weights)``: output (..., L, D); weights (..., H, L, S),
+            one map per head, or None.
+        """
+        key = query if key is None else key
+        value = key if value is None else value
+        for name, x in (("query", query), ("key", key), ("value", value)):
+            _check_last_dim(name, x, self.embed_dim)
+        heads = self.num_heads
+        q = split_heads(self.W_q(query), heads)  # (..., H, L, E)
+        k = split_heads(self.W_k(key), heads)  # (..., H, S, E)
+        v = split_heads(self.W_v(value), heads)  # (..., H, S, E)
+        context, weights = scaled_dot_product_attention(
+            q, k, v, attn_mask=attn_mask, is_causal=is_causal
+        )  # (..., H, L, E), (..., H, L, S)
+        output = self.W_o(concat_heads(context))  # (..., L, D)
+        return output, (weights if need_weights else None)
+
+    @classmethod
+    def from_torch(cls, module: nn.MultiheadAttention) -> MultiHeadAttention:
+        """A new module with the weights of a ``torch.nn.MultiheadAttention``.
+
+        PyTorch stores W_q, W_k and W_v stacked in ``in_proj_weight`` (3D, D);
+        they are split and copied, as is ``out_proj`` into W_o. Dropout is not
+        copied: compare the two modules in ``eval()`` mode.
+
+        Raises:
+            ValueError: if ``module`` uses features this class does not have
+                (different key/value sizes, ``add_bias_kv``, ``add_zero_attn``).
+        """
+        if not isinstance(module, nn.MultiheadAttention):
+            raise ValueError(
+                f"module must be a torch.nn.MultiheadAttention, got {type(module)}"
+            )
+        if not module._qkv_same_embed_dim:
+            raise ValueError(
+                "module has kdim/vdim different from embed_dim: got "
+                f"kdim={module.kdim}, vdim={module.vdim}, embed_dim={module.embed_dim}"
+            )
+        if module.bias_k is not None or module.add_zero_attn:
+            raise ValueError("module uses add_bias_kv or add_zero_attn: not supported")
+        has_bias = module.in_proj_bias is not None
+        new = cls(module.embed_dim, module.num_heads, bias=has_bias)
+        new.to(dtype=module.in_proj_weight.dtype, device=module.in_proj_weight.device)
+        projections = (new.W_q, new.W_k, new.W_v)
+        with torch.no_grad():
+            stacked = module.in_proj_weight.chunk(3)  # 3 x (D, D)
+            for layer, weight in zip(projections, stacked, strict=True):
+                layer.weight.copy_(weight)
+            new.W_o.weight.copy_(module.out_proj.weight)
+            if has_bias:
+                stacked = module.in_proj_bias.chunk(3)  # 3 x (D,)
+                for layer, bias in zip(projections, stacked, strict=True):
+                    layer.bias.copy_(bias)
+                new.W_o.bias.copy_(module.out_proj.bias)
+        return new

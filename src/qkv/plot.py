@@ -1,0 +1,135 @@
+"""Attention heatmaps in one consistent style, for every chapter of the book.
+
+Figures are meant to be projected: large type, an opaque white background (so
+they read on the dark theme too), SVG output, and ``viridis``, a perceptually
+uniform colormap that stays readable for colour-blind readers and in greyscale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib as mpl
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+#: The colormap used for every attention weight in the book.
+WEIGHTS_CMAP = "viridis"
+
+_BOOK_RC = {
+    "figure.facecolor": "white",
+    "axes.facecolor": "white",
+    "savefig.facecolor": "white",
+    "savefig.bbox": "tight",
+    "figure.dpi": 110,
+    "font.size": 12,
+    "axes.titlesize": 13,
+    "axes.labelsize": 12,
+    "svg.fonttype": "path",
+    "image.cmap": WEIGHTS_CMAP,
+}
+
+
+def use_book_style() -> None:
+    """Apply the book's figure style; in a notebook, also switch output to SVG."""
+    mpl.rcParams.update(_BOOK_RC)
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython is there in the book
+        return
+    if get_ipython() is not None:
+        from matplotlib_inline.backend_inline import set_matplotlib_formats
+
+        set_matplotlib_formats("svg")
+
+
+def _as_array(weights: torch.Tensor | np.ndarray) -> np.ndarray:
+    if isinstance(weights, torch.Tensor):
+        weights = weights.detach().cpu().numpy()
+    array = np.asarray(weights, dtype=float)
+    if array.ndim != 2:
+        raise ValueError(f"weights must be 2-D (L, S), got shape {array.shape}")
+    return array
+
+
+def heatmap(
+    weights: torch.Tensor | np.ndarray,
+    row_labels: Sequence[str] | None = None,
+    col_labels: Sequence[str] | None = None,
+    *,
+    ax: Axes | None = None,
+    title: str | None = None,
+    annotate: bool = True,
+    decimals: int = 2,
+    vmin: float | None = 0.0,
+    vmax: float | None = None,
+    cmap: str = WEIGHTS_CMAP,
+    colorbar: bool = True,
+    xlabel: str = "key (attended to)",
+    ylabel: str = "query (attending)",
+) -> Figure:
+    """Draw a matrix of attention weights (or scores) as an annotated heatmap.
+
+    Rows are queries, columns are keys: row i shows where token i looks.
+
+    Args:
+        weights: shape (L, S).
+        row_labels: L labels for the queries (default: their indices).
+        col_labels: S labels for the keys (default: ``row_labels`` if S == L).
+        ax: axes to draw into (default: a new figure).
+        title: optional title.
+        annotate: write each value in its cell.
+        decimals: decimals of the annotations.
+        vmin, vmax: colour range (default 0 to the largest value).
+        cmap: colormap (default :data:`WEIGHTS_CMAP`).
+        colorbar: add a colour bar.
+        xlabel, ylabel: axis labels.
+
+    Returns:
+        The figure that holds the axes.
+    """
+    array = _as_array(weights)
+    n_rows, n_cols = array.shape
+    if row_labels is None:
+        row_labels = [str(i) for i in range(n_rows)]
+    if col_labels is None:
+        col_labels = row_labels if n_cols == n_rows else [str(j) for j in range(n_cols)]
+    if len(row_labels) != n_rows or len(col_labels) != n_cols:
+        raise ValueError(
+            f"got {len(row_labels)} row labels and {len(col_labels)} column labels "
+            f"for weights of shape {array.shape}"
+        )
+    if ax is None:
+        size = (1.2 + 0.75 * n_cols, 0.8 + 0.6 * n_rows)
+        fig, ax = plt.subplots(figsize=size, layout="constrained")
+    else:
+        fig = ax.figure
+    image = ax.imshow(array, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
+    ax.set_xticks(range(n_cols), labels=col_labels, rotation=45, ha="right")
+    ax.set_yticks(range(n_rows), labels=row_labels)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    if annotate:
+        low, high = image.norm.vmin, image.norm.vmax
+        middle = low + 0.55 * (high - low)
+        for i in range(n_rows):
+            for j in range(n_cols):
+                value = array[i, j]
+                colour = "black" if value > middle else "white"
+                ax.text(
+                    j,
+                    i,
+                    f"{value:.{decimals}f}",
+                    ha="center",
+                    va="center",
+                    color=colour,
+                    fontsize=10,
+                )
+    if colorbar:
+        fig.colorbar(image, ax=ax, shrink=0.85)
+    return fig

@@ -1,0 +1,56 @@
+"""Shared fixtures: the book, built once per test session (incrementally, cached)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+BUILD = ROOT / "_build"
+HTML = BUILD / "html"
+BIN = Path(sys.executable).parent
+
+
+@dataclass
+class BuildResult:
+    returncode: int
+    output: str
+    html: Path
+
+
+def build_book(source: Path, env: dict[str, str] | None = None) -> BuildResult:
+    """Run the book's strict build, as `make book` does, on ``source``."""
+    env = {**os.environ, **(env or {})}
+    env.pop("MPLBACKEND", None)  # a headless backend would hide every figure
+    result = subprocess.run(
+        [str(BIN / "jupyter-book"), "build", str(source), "-W", "-n", "--keep-going"],
+        cwd=source,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    return BuildResult(
+        result.returncode, result.stdout + result.stderr, source / "_build" / "html"
+    )
+
+
+@pytest.fixture(scope="session")
+def built_book() -> BuildResult:
+    """The book built strictly from this checkout into _build/html."""
+    return build_book(ROOT)
+
+
+def toc_files() -> list[str]:
+    """Every page listed in _toc.yml, as paths without suffix, in reading order."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    files = [toc["root"]]
+    for part in toc.get("parts", []):
+        files.extend(chapter["file"] for chapter in part["chapters"])
+    return files

@@ -1,0 +1,120 @@
+"""Checks of the built book: strict build, every chapter executed, nothing external."""
+
+from __future__ import annotations
+
+import pickle
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from conftest import BUILD, HTML, ROOT, toc_files
+
+pytestmark = pytest.mark.book
+
+
+def is_notebook(page: str) -> bool:
+    """True if the page is a MyST notebook (front matter with a kernelspec)."""
+    text = (ROOT / f"{page}.md").read_text(encoding="utf-8")
+    return text.startswith("---\n") and "kernelspec:" in text.split("\n---\n", 1)[0]
+
+
+def test_book_builds_strictly(built_book):
+    tail = built_book.output[-4000:]
+    assert built_book.returncode == 0, f"strict build failed:\n{tail}"
+    assert "build succeeded" in built_book.output, tail
+
+
+def test_every_listed_page_is_built(built_book):
+    for page in toc_files():
+        assert (HTML / f"{page}.html").is_file(), f"{page} is in _toc.yml but not built"
+
+
+def test_every_chapter_executed_without_error(built_book):
+    with open(BUILD / ".doctrees" / "environment.pickle", "rb") as handle:
+        env = pickle.load(handle)
+    notebooks = [page for page in toc_files() if is_notebook(page)]
+    assert notebooks, "no executable chapter found"
+    for page in notebooks:
+        data = env.nb_metadata.get(page, {}).get("exec_data")
+        assert data is not None, f"{page} was not executed"
+        assert data["succeeded"], f"{page} failed:\n{data.get('traceback')}"
+    reports = HTML / "reports"
+    failures = list(reports.glob("**/*")) if reports.exists() else []
+    assert not failures, f"execution reports left by failing cells: {failures}"
+
+
+class _Resources(HTMLParser):
+    """Collects every URL a page would load (not plain links a reader may follow)."""
+
+    LOADING_RELS = {"stylesheet", "icon", "preload", "modulepreload", "manifest"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.urls: list[str] = []
+        self.images: list[dict[str, str | None]] = []
+
+    def handle_starttag(self, tag, attrs):
+        attributes = dict(attrs)
+        if tag in {"script", "img", "iframe", "audio", "video", "source", "embed"}:
+            self.urls.append(attributes.get("src") or "")
+        if tag == "img":
+            self.images.append(attributes)
+        if tag in {"img", "source"} and attributes.get("srcset"):
+            self.urls.extend(p.split()[0] for p in attributes["srcset"].split(","))
+        if tag == "object":
+            self.urls.append(attributes.get("data") or "")
+        if tag == "link" and self.LOADING_RELS & set(
+            (attributes.get("rel") or "").split()
+        ):
+            self.urls.append(attributes.get("href") or "")
+        style = attributes.get("style") or ""
+        self.urls.extend(re.findall(r"url\(\s*['\"]?([^'\")]+)", style))
+
+
+EXTERNAL = re.compile(r"^(?:[a-z][a-z0-9+.-]*:)?//", re.IGNORECASE)
+
+
+def html_pages() -> list[Path]:
+    return sorted(p for p in HTML.rglob("*.html") if "_static" not in p.parts)
+
+
+def test_site_loads_nothing_from_outside(built_book):
+    assert built_book.returncode == 0
+    pages = html_pages()
+    assert pages
+    for page in pages:
+        parser = _Resources()
+        parser.feed(page.read_text(encoding="utf-8"))
+        external = [url for url in parser.urls if url and EXTERNAL.match(url)]
+        assert not external, f"{page.relative_to(HTML)} loads {external}"
+    for sheet in HTML.rglob("*.css"):
+        text = sheet.read_text(encoding="utf-8", errors="replace")
+        urls = re.findall(r"url\(\s*['\"]?([^'\")]+)", text)
+        external = [url for url in urls if EXTERNAL.match(url)]
+        assert not external, f"{sheet.relative_to(HTML)} loads {external}"
+        imports = re.findall(r"@import\s+['\"]((?:https?:)?//[^'\"]+)", text)
+        assert not imports, f"{sheet.relative_to(HTML)} imports {imports}"
+
+
+def test_math_is_served_locally(built_book):
+    assert (HTML / "_static" / "mathjax" / "tex-mml-chtml.js").is_file()
+    fonts = list((HTML / "_static" / "mathjax" / "output").rglob("*.woff"))
+    assert fonts, "MathJax fonts were not copied"
+
+
+def test_every_figure_has_alt_text(built_book):
+    for page in toc_files():
+        parser = _Resources()
+        parser.feed((HTML / f"{page}.html").read_text(encoding="utf-8"))
+        for image in parser.images:
+            if "_images/" in (image.get("src") or ""):
+                alt = (image.get("alt") or "").strip()
+                assert alt, f"{page}: image {image.get('src')} has no alt text"
+
+
+def test_no_launch_or_thebe_buttons(built_book):
+    for page in toc_files():
+        html = (HTML / f"{page}.html").read_text(encoding="utf-8")
+        for marker in ("thebe", "binder", "colab.research", "launch-buttons"):
+            assert marker not in html.lower(), f"{page} contains {marker!r}"

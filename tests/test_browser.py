@@ -1,0 +1,135 @@
+"""The built site in headless Chromium: offline, no console error, math typeset.
+
+Uses Debian's /usr/bin/chromium through the Python playwright package (never a
+downloaded browser). Without Chromium the tests skip, except under CI=true, where
+a missing browser is a failure.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import shutil
+import threading
+from collections.abc import Iterator
+from urllib.parse import urlparse
+
+import pytest
+from conftest import HTML, toc_files
+
+pytestmark = [pytest.mark.book, pytest.mark.browser]
+
+CHROMIUM = os.environ.get("QKV_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--no-first-run",
+]
+
+
+def _require_chromium() -> None:
+    if shutil.which(CHROMIUM) or os.path.exists(CHROMIUM):
+        return
+    reason = f"Chromium not found at {CHROMIUM}: apt-get install -y chromium"
+    if os.environ.get("CI") == "true":
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - signature of the base class
+        pass
+
+
+@pytest.fixture(scope="module")
+def site(built_book) -> Iterator[str]:
+    """The built site served on 127.0.0.1 (a free port), as a base URL."""
+    assert built_book.returncode == 0, built_book.output[-3000:]
+    handler = functools.partial(_QuietHandler, directory=str(HTML))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    _require_chromium()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+        )
+        yield chromium
+        chromium.close()
+
+
+def visit(browser, url: str):
+    """Load ``url`` in a fresh context; return the page, its requests and errors."""
+    context = browser.new_context()
+    page = context.new_page()
+    requests: list[str] = []
+    errors: list[str] = []
+    page.on("request", lambda request: requests.append(request.url))
+    page.on(
+        "console",
+        lambda message: errors.append(message.text) if message.type == "error" else None,
+    )
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on(
+        "requestfailed",
+        lambda request: errors.append(f"request failed: {request.url}"),
+    )
+    page.on(
+        "response",
+        lambda response: errors.append(f"HTTP {response.status}: {response.url}")
+        if response.status >= 400
+        else None,
+    )
+    page.goto(url, wait_until="load")
+    # Wait for MathJax (if the page has it) to finish typesetting.
+    page.wait_for_function(
+        "() => !window.MathJax || (window.MathJax.startup &&"
+        " window.MathJax.startup.promise &&"
+        " window.MathJax.startup.promise.then(() => true))",
+        timeout=30_000,
+    )
+    page.evaluate(
+        "() => window.MathJax && window.MathJax.startup"
+        " ? window.MathJax.startup.promise : null"
+    )
+    page.wait_for_load_state("networkidle")
+    return context, page, requests, errors
+
+
+def page_urls(site: str) -> list[str]:
+    pages = [f"{site}/{page}.html" for page in toc_files()]
+    return [f"{site}/index.html", *pages, f"{site}/search.html", f"{site}/genindex.html"]
+
+
+def test_every_page_is_offline_clean_and_typesets_math(site, browser):
+    host = urlparse(site).netloc
+    math_pages = 0
+    for url in page_urls(site):
+        context, page, requests, errors = visit(browser, url)
+        try:
+            outside = [r for r in requests if urlparse(r).netloc not in ("", host)]
+            outside = [r for r in outside if not r.startswith(("data:", "blob:"))]
+            assert not outside, f"{url} requested {outside}"
+            assert not errors, f"{url} logged errors: {errors}"
+            if page.locator(".math").count():
+                math_pages += 1
+                typeset = page.locator("mjx-container").count()
+                assert typeset > 0, f"{url}: math left untypeset"
+                assert page.locator("mjx-merror").count() == 0, f"{url}: MathJax error"
+        finally:
+            context.close()
+    assert math_pages > 0, "no page with math was checked"

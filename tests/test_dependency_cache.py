@@ -1,0 +1,108 @@
+"""The execution cache follows the code the chapters import (_ext/dependency_cache.py).
+
+jupyter-cache keys a notebook by its code cells only, so without the extension an
+edit to ``src/qkv`` would leave stale outputs in the book. These tests build a
+one-page book whose page prints a file of its "package", and edit that file.
+"""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, build_book
+
+sys.path.insert(0, str(ROOT / "_ext"))
+from dependency_cache import dependency_hash  # noqa: E402
+
+PAGE = """\
+---
+jupytext:
+  text_representation:
+    format_name: myst
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+
+# Page
+
+{prose}
+
+```{{code-cell}} ipython3
+from pathlib import Path
+print("value:", Path("pkg/value.txt").read_text().strip())
+```
+"""
+
+CONFIG = f"""\
+title: cache test
+only_build_toc_files: true
+execute:
+  execute_notebooks: cache
+sphinx:
+  local_extensions:
+    dependency_cache: {ROOT / "_ext"}
+  config:
+    dependency_cache_paths: [pkg]
+"""
+
+
+def write_book(root: Path, value: str, prose: str = "Some prose.") -> None:
+    (root / "pkg").mkdir(exist_ok=True)
+    (root / "pkg" / "value.txt").write_text(value)
+    (root / "_config.yml").write_text(CONFIG)
+    (root / "_toc.yml").write_text("format: jb-book\nroot: page\n")
+    (root / "page.md").write_text(PAGE.format(prose=prose))
+
+
+def page_html(root: Path) -> str:
+    return (root / "_build" / "html" / "page.html").read_text(encoding="utf-8")
+
+
+def test_hash_follows_contents_and_names(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "a.py").write_text("x = 1\n")
+    first = dependency_hash(tmp_path, ["pkg"])
+    assert dependency_hash(tmp_path, ["pkg"]) == first
+    (tmp_path / "pkg" / "__pycache__").mkdir()
+    (tmp_path / "pkg" / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"\0")
+    assert dependency_hash(tmp_path, ["pkg"]) == first, "bytecode must not count"
+    (tmp_path / "pkg" / "a.py").write_text("x = 2\n")
+    second = dependency_hash(tmp_path, ["pkg"])
+    assert second != first
+    (tmp_path / "pkg" / "b.py").write_text("")
+    assert dependency_hash(tmp_path, ["pkg"]) != second
+    (tmp_path / "requirements.txt").write_text("torch==2.13.0\n")
+    assert dependency_hash(tmp_path, ["pkg", "requirements.txt"]) != dependency_hash(
+        tmp_path, ["pkg"]
+    )
+
+
+@pytest.mark.slow
+def test_editing_the_package_reexecutes_and_prose_does_not(tmp_path):
+    write_book(tmp_path, "first")
+    build = build_book(tmp_path)
+    assert build.returncode == 0, build.output[-3000:]
+    assert "Executed notebook" in build.output
+    assert "value: first" in page_html(tmp_path)
+
+    # Prose only: the page is re-read, but its outputs come from the cache.
+    write_book(tmp_path, "first", prose="Other prose.")
+    build = build_book(tmp_path)
+    assert build.returncode == 0, build.output[-3000:]
+    assert "Executed notebook" not in build.output
+    assert "Other prose." in page_html(tmp_path)
+
+    # The package: the page is executed again and shows the new value.
+    write_book(tmp_path, "second", prose="Other prose.")
+    build = build_book(tmp_path)
+    assert build.returncode == 0, build.output[-3000:]
+    assert "Executed notebook" in build.output
+    html = page_html(tmp_path)
+    assert "value: second" in html and "value: first" not in html
+    caches = list((tmp_path / "_build" / ".jupyter_cache").glob("deps-*"))
+    assert len(caches) == 1, f"stale caches left behind: {caches}"
