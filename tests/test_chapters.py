@@ -1,0 +1,123 @@
+"""The house style of a lesson, checked on the chapter sources (no build needed).
+
+Every chapter of a numbered part must be a full lesson: a MyST notebook with a
+label equal to its file name, a "You will learn" box, a summary, at least three
+exercises whose solutions run code that asserts, figures with a name, alt text
+and a reference by number, and no result typed by hand in the prose.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import ROOT
+
+TOC = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+LESSONS = [
+    chapter["file"]
+    for part in TOC["parts"]
+    if part.get("numbered")
+    for chapter in part["chapters"]
+]
+CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```", re.S | re.M)
+
+
+def source(page: str) -> str:
+    return (ROOT / f"{page}.md").read_text(encoding="utf-8")
+
+
+CODE_FENCE = re.compile(r"(`{3,}|~{3,})(\{code-cell\}.*|\w*)\s*$")
+DIRECTIVE_FENCE = re.compile(r"(`{3,}|~{3,})\{[^}]+\}")
+
+
+def prose_lines(text: str):
+    """(line number, line) of the prose: outside code cells and code blocks.
+
+    The body of a directive (a figure caption, an exercise) counts as prose.
+    """
+    closing: list[tuple[str, bool]] = []  # open fences: (fence, is code)
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if closing and stripped == closing[-1][0]:
+            closing.pop()
+            continue
+        if closing and closing[-1][1]:
+            continue  # inside code
+        code = CODE_FENCE.match(stripped)
+        directive = DIRECTIVE_FENCE.match(stripped)
+        if code and (code.group(2).startswith("{code-cell}") or not directive):
+            closing.append((code.group(1), True))
+        elif directive:
+            closing.append((directive.group(1), False))
+        else:
+            yield number, line
+
+
+def test_there_are_lessons():
+    assert LESSONS, "no numbered part in _toc.yml"
+
+
+@pytest.mark.parametrize("page", LESSONS)
+def test_lesson_is_a_myst_notebook_with_its_label(page):
+    text = source(page)
+    front = text.split("\n---\n", 1)[0]
+    assert text.startswith("---\n") and "format_name: myst" in front, page
+    assert "kernelspec:" in front, f"{page} names no kernel: it would not execute"
+    stem = Path(page).name
+    body = text.split("\n---\n", 1)[1].lstrip()
+    assert body.startswith(f"({stem})=\n# "), f"{page} must open with ({stem})= and H1"
+
+
+@pytest.mark.parametrize("page", LESSONS)
+def test_lesson_has_its_parts(page):
+    text = source(page)
+    assert "You will learn" in text, f"{page}: no 'You will learn' box"
+    assert "\n## Summary\n" in text, f"{page}: no summary"
+    assert "\n## Exercises\n" in text, f"{page}: no exercises"
+    assert "{cite" in text, f"{page}: cites no source"
+
+
+@pytest.mark.parametrize("page", LESSONS)
+def test_exercises_have_solutions_that_assert(page):
+    text = source(page)
+    stem = Path(page).name
+    labels = re.findall(r"```\{exercise\}\n:label: (\S+)", text)
+    assert len(labels) >= 3, f"{page}: {len(labels)} exercises, at least 3 wanted"
+    for label in labels:
+        assert re.fullmatch(rf"{stem}-ex\d+", label), f"{page}: label {label}"
+        match = re.search(
+            rf"\{{solution-start\}} {label}\n(.*?)\{{solution-end\}}", text, re.S
+        )
+        assert match, f"{page}: exercise {label} has no gated solution"
+        code = "\n".join(CODE_CELL.findall(match.group(1)))
+        assert code, f"{page}: the solution of {label} runs no code"
+        assert re.search(r"\bassert\b|assert_close", code), (
+            f"{page}: the solution of {label} asserts nothing"
+        )
+
+
+@pytest.mark.parametrize("page", LESSONS)
+def test_figures_are_named_described_and_referenced(page):
+    text = source(page)
+    figures = re.findall(r"```\{glue:figure\} \S+\n((?::\S+:.*\n)+)", text)
+    assert figures, f"{page}: no figure"
+    for options in figures:
+        name = re.search(r":name: (\S+)", options)
+        assert name, f"{page}: a figure has no :name:"
+        assert re.search(r":alt: \S", options), f"{page}: {name.group(1)} has no alt"
+        assert f"`{name.group(1)}`" in text, f"{page}: {name.group(1)} not referred to"
+
+
+TYPED_NUMBER = re.compile(r"(?<![\w.])\d+\.\d{3,}\b")
+
+
+@pytest.mark.parametrize("page", [*LESSONS, "book/intro"])
+def test_no_result_typed_by_hand(page):
+    typed = []
+    for number, line in prose_lines(source(page)):
+        bare = re.sub(r"\{glue[^}]*\}`[^`]*`", "", line)
+        typed.extend(f"line {number}: {m}" for m in TYPED_NUMBER.findall(bare))
+    assert not typed, f"{page}: numbers typed in prose, glue them instead: {typed}"
