@@ -78,22 +78,20 @@ def visit(browser, url: str):
     page = context.new_page()
     requests: list[str] = []
     errors: list[str] = []
+
+    def on_console(message):
+        if message.type == "error":
+            errors.append(f"console: {message.text}")
+
+    def on_response(response):
+        if response.status >= 400:
+            errors.append(f"HTTP {response.status}: {response.url}")
+
     page.on("request", lambda request: requests.append(request.url))
-    page.on(
-        "console",
-        lambda message: errors.append(message.text) if message.type == "error" else None,
-    )
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.on(
-        "requestfailed",
-        lambda request: errors.append(f"request failed: {request.url}"),
-    )
-    page.on(
-        "response",
-        lambda response: errors.append(f"HTTP {response.status}: {response.url}")
-        if response.status >= 400
-        else None,
-    )
+    page.on("console", on_console)
+    page.on("pageerror", lambda error: errors.append(f"page error: {error}"))
+    page.on("requestfailed", lambda request: errors.append(f"failed: {request.url}"))
+    page.on("response", on_response)
     page.goto(url, wait_until="load")
     # Wait for MathJax (if the page has it) to finish typesetting.
     page.wait_for_function(
@@ -112,7 +110,8 @@ def visit(browser, url: str):
 
 def page_urls(site: str) -> list[str]:
     pages = [f"{site}/{page}.html" for page in toc_files()]
-    return [f"{site}/index.html", *pages, f"{site}/search.html", f"{site}/genindex.html"]
+    extra = [f"{site}/{name}.html" for name in ("index", "search", "genindex")]
+    return [*pages, *extra]
 
 
 def test_every_page_is_offline_clean_and_typesets_math(site, browser):

@@ -8,7 +8,6 @@ one-page book whose page prints a file of its "package", and edit that file.
 from __future__ import annotations
 
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
