@@ -29,3 +29,21 @@ def six_word_embeddings(dtype: torch.dtype = torch.float32) -> torch.Tensor:
         A new tensor of shape (6, 3): one row per word of :data:`SIX_WORDS`.
     """
     return torch.tensor(_SIX_WORD_VECTORS, dtype=dtype)
+
+
+#: French: "An apple that had been on the tree in the garden for weeks had finally
+#: been picked up." The last word, "ramassée", is feminine because "pomme" is.
+#: Split into words, with the elided article "l'" as a word of its own.
+APPLE_SENTENCE_FR: tuple[str, ...] = (
+    "Une", "pomme", "qui", "était", "sur", "l'", "arbre", "du", "jardin",
+    "depuis", "des", "semaines", "avait", "finalement", "été", "ramassée",
+)  # fmt: skip
+
+#: French: "The cat that was sleeping on the sofa jumped." The verb "a sauté" has
+#: "chat" as its subject, with "canapé" in between as a distractor.
+CAT_SENTENCE_FR: tuple[str, ...] = (
+    "Le", "chat", "qui", "dormait", "sur", "le", "canapé", "a", "sauté",
+)  # fmt: skip
+
+#: The pronoun example of the chapter on a pretrained model.
+CAT_SENTENCE_EN = "The cat sleeps on the sofa because it is tired."
