@@ -133,3 +133,67 @@ def heatmap(
     if colorbar:
         fig.colorbar(image, ax=ax, shrink=0.85)
     return fig
+
+
+def head_grid(
+    weights: torch.Tensor | np.ndarray,
+    row_labels: Sequence[str] | None = None,
+    col_labels: Sequence[str] | None = None,
+    *,
+    titles: Sequence[str] | None = None,
+    ncols: int | None = None,
+    annotate: bool = False,
+    decimals: int = 2,
+) -> Figure:
+    """One heatmap per head, side by side, on a shared colour scale.
+
+    Args:
+        weights: shape (H, L, S), one attention map per head.
+        row_labels, col_labels: labels of queries and keys (as in :func:`heatmap`).
+        titles: H titles (default: "head 0", "head 1", ...).
+        ncols: heads per row of the grid (default: all in one row, at most 4).
+        annotate: write each weight in its cell.
+        decimals: decimals of the annotations.
+
+    Returns:
+        The figure.
+    """
+    if isinstance(weights, torch.Tensor):
+        weights = weights.detach().cpu().numpy()
+    array = np.asarray(weights, dtype=float)
+    if array.ndim != 3:
+        raise ValueError(f"weights must be 3-D (H, L, S), got shape {array.shape}")
+    n_heads, n_rows, n_cols = array.shape
+    titles = [f"head {h}" for h in range(n_heads)] if titles is None else titles
+    if len(titles) != n_heads:
+        raise ValueError(f"got {len(titles)} titles for {n_heads} heads")
+    ncols = min(n_heads, 4) if ncols is None else ncols
+    nrows = -(-n_heads // ncols)
+    cell = 0.45 if n_cols > 8 else 0.6
+    fig, axes = plt.subplots(
+        nrows,
+        ncols,
+        figsize=(ncols * (1.2 + cell * n_cols), nrows * (1.0 + cell * n_rows)),
+        layout="constrained",
+        squeeze=False,
+    )
+    vmax = float(array.max())
+    for h, ax in enumerate(axes.flat):
+        if h >= n_heads:
+            ax.axis("off")
+            continue
+        heatmap(
+            array[h],
+            row_labels,
+            col_labels,
+            ax=ax,
+            title=titles[h],
+            annotate=annotate,
+            decimals=decimals,
+            vmax=vmax,
+            colorbar=False,
+            xlabel="key" if h // ncols == nrows - 1 else "",
+            ylabel="query" if h % ncols == 0 else "",
+        )
+    fig.colorbar(axes.flat[0].images[0], ax=axes, shrink=0.8)
+    return fig
