@@ -1,7 +1,8 @@
 # Two commands on a fresh machine with Python 3.11 and make:
 #   make book   build the site into _build/html (strict: a warning fails it)
 #   make test   every check: ruff, then pytest (package, book, browser)
-# and:  make serve (the built site on http://127.0.0.1:8000), make clean.
+# and:  make serve (the built site on http://127.0.0.1:8000), make clean,
+#       make bench-toy (the trained toy model against its targets).
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
@@ -13,7 +14,7 @@ PORT ?= 8000
 # Kernels inherit the environment: a headless MPLBACKEND would hide every figure.
 unexport MPLBACKEND
 
-.PHONY: book test serve clean
+.PHONY: book test serve clean bench-toy
 
 $(INSTALLED): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,6 +32,10 @@ test: $(INSTALLED)
 serve: book
 	@echo "Serving _build/html on http://127.0.0.1:$(PORT) (Ctrl-C to stop)"
 	$(BIN)/python -m http.server $(PORT) --bind 127.0.0.1 --directory _build/html
+
+# The targets of the tiny trained model (chapter "How attention learns").
+bench-toy: $(INSTALLED)
+	$(BIN)/python bench/toy.py
 
 clean:
 	rm -rf _build

@@ -46,6 +46,14 @@ def test_examples_are_deterministic():
     assert [e.words for e in first] != [e.words for e in toy.make_examples(50, seed=4)]
 
 
+def test_heldout_set_is_the_one_training_measures_and_never_trains_on():
+    result = toy.train(seed=0, steps=5, n_heldout=30)
+    heldout = toy.heldout_examples(seed=0, n=30)
+    assert [e.words for e in result.heldout] == [e.words for e in heldout]
+    training_stream = toy.make_examples(5 * 64, seed=0)
+    assert [e.words for e in training_stream[:30]] != [e.words for e in heldout]
+
+
 def test_encode_left_pads_so_the_slot_is_last():
     examples = toy.make_examples(20, seed=2)
     batch = toy.encode(examples)
@@ -95,3 +103,9 @@ def test_full_training_meets_the_chapter_targets():
 def test_train_rejects_empty_settings():
     with pytest.raises(ValueError, match="steps"):
         toy.train(steps=0)
+
+
+def test_training_works_when_the_caller_disabled_gradients():
+    with torch.no_grad():
+        result = toy.train(seed=0, steps=3, n_heldout=10)
+    assert len(result.history) == 3

@@ -110,6 +110,14 @@ def make_examples(n: int, seed: int) -> list[Example]:
     return [make_example(rng) for _ in range(n)]
 
 
+def heldout_examples(seed: int = 0, n: int = 1000) -> list[Example]:
+    """The held-out sentences that ``train(seed)`` measures its model on.
+
+    They are drawn from their own random stream, never used for training.
+    """
+    return make_examples(n, seed=seed + 10_000)
+
+
 @dataclass
 class Batch:
     """Sentences encoded for the model, left-padded so that the slot is last.
@@ -145,7 +153,7 @@ def encode(examples: list[Example]) -> Batch:
 
 
 class AgreementModel(nn.Module):
-    """Token and position embeddings, one multi-head attention layer, a classifier.
+    """Token and position embeddings, one attention layer, a classifier.
 
     The prediction is read at the last position (the slot): its own vector plus
     what attention brought to it, mapped to two classes by a linear layer.
@@ -165,10 +173,10 @@ class AgreementModel(nn.Module):
     def forward(self, batch: Batch) -> tuple[Tensor, Tensor]:
         """Return ``(logits, weights)``: logits (B, 2), weights (B, H, S, S)."""
         x = self.token_embedding(batch.token_ids)  # (B, S, D)
-        x = x + self.position_embedding(batch.positions)  # (B, S, D)
-        key_mask = batch.keep[:, None, None, :]  # (B, 1, 1, S): no attention to pads
+        x = x + self.position_embedding(batch.positions)
+        key_mask = batch.keep[:, None, None, :]  # (B, 1, 1, S): pads hidden
         context, weights = self.attention(x, attn_mask=key_mask)  # (B, S, D)
-        slot = x[:, -1] + context[:, -1]  # (B, D): the slot and what it gathered
+        slot = x[:, -1] + context[:, -1]  # (B, D): the slot + what it gathered
         return self.classifier(slot), weights
 
 
@@ -254,24 +262,25 @@ def train(
     model = AgreementModel(embed_dim, num_heads)
     initial_model = copy.deepcopy(model)
     rng = random.Random(seed)
-    heldout = make_examples(n_heldout, seed=seed + 10_000)
+    heldout = heldout_examples(seed, n_heldout)
     heldout_batch = encode(heldout)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     loss_fn = nn.CrossEntropyLoss()
     history: list[float] = []
     grad_norms: dict[str, list[float]] = {"W_q": [], "W_k": [], "W_v": [], "W_o": []}
     start = time.perf_counter()
-    for _ in range(steps):
-        batch = encode([make_example(rng) for _ in range(batch_size)])
-        logits, _ = model(batch)
-        loss = loss_fn(logits, batch.labels)
-        optimizer.zero_grad()
-        loss.backward()
-        for name in grad_norms:
-            weight = getattr(model.attention, name).weight
-            grad_norms[name].append(float(weight.grad.norm()))
-        optimizer.step()
-        history.append(float(loss.detach()))
+    with torch.enable_grad():  # even if the caller switched gradients off
+        for _ in range(steps):
+            batch = encode([make_example(rng) for _ in range(batch_size)])
+            logits, _ = model(batch)
+            loss = loss_fn(logits, batch.labels)
+            optimizer.zero_grad()
+            loss.backward()
+            for name in grad_norms:
+                weight = getattr(model.attention, name).weight
+                grad_norms[name].append(float(weight.grad.norm()))
+            optimizer.step()
+            history.append(float(loss.detach()))
     seconds = time.perf_counter() - start
     after = antecedent_attention(model, heldout_batch)  # (H,)
     before = antecedent_attention(initial_model, heldout_batch)  # (H,)
