@@ -132,3 +132,80 @@ def test_every_page_is_offline_clean_and_typesets_math(site, browser):
         finally:
             context.close()
     assert math_pages > 0, "no page with math was checked"
+
+
+VIEW_PAGE = "book/pretrained-model.html"
+
+
+def exercise_head_view(page) -> None:
+    """Focus and hover tokens of the first head view; check what it highlights."""
+    view = page.locator(".qkv-headview").first
+    view.wait_for()
+    status = view.locator(".qkv-hv-status")
+    left = view.locator(".qkv-hv-left .qkv-hv-token")
+    right = view.locator(".qkv-hv-right .qkv-hv-token")
+    n_tokens = left.count()
+    assert n_tokens > 3
+    idle_lines = view.locator("line").count()
+    assert "Hover or focus" in status.text_content()
+    assert right.nth(0).get_attribute("data-weight") == ""
+
+    left.nth(2).focus()  # keyboard: focus a token
+    focused_text = status.text_content()
+    assert "looks at" in focused_text
+    assert left.nth(2).get_attribute("aria-pressed") == "true"
+    weights = [
+        float(right.nth(j).get_attribute("data-weight")) for j in range(n_tokens)
+    ]
+    assert abs(sum(weights) - 1) < 0.01, weights
+    focused_lines = view.locator("line").count()
+    assert 0 < focused_lines <= n_tokens < idle_lines
+
+    page.keyboard.press("ArrowDown")  # moves to the next token
+    assert left.nth(3).get_attribute("aria-pressed") == "true"
+    assert status.text_content() != focused_text
+
+    view.locator(".qkv-hv-head").select_option("0")  # another head redraws
+    assert left.nth(3).get_attribute("aria-pressed") == "true"
+    page.locator("body").click(position={"x": 5, "y": 5})  # blur
+    left.nth(1).hover()  # mouse: hover a token
+    assert left.nth(1).get_attribute("aria-pressed") == "true"
+    assert "looks at" in status.text_content()
+
+
+def test_head_view_reacts_to_focus_and_hover_over_http(site, browser):
+    context, page, requests, errors = visit(browser, f"{site}/{VIEW_PAGE}")
+    try:
+        exercise_head_view(page)
+        host = urlparse(site).netloc
+        outside = [r for r in requests if urlparse(r).netloc not in ("", host)]
+        assert not [r for r in outside if not r.startswith(("data:", "blob:"))]
+        assert not errors, errors
+    finally:
+        context.close()
+
+
+def test_head_view_works_from_file_url(browser, built_book):
+    context = browser.new_context()
+    page = context.new_page()
+    page_errors: list[str] = []
+    page.on("pageerror", lambda error: page_errors.append(str(error)))
+    try:
+        page.goto((HTML / VIEW_PAGE).as_uri(), wait_until="load")
+        exercise_head_view(page)
+        assert not page_errors, page_errors
+    finally:
+        context.close()
+
+
+def test_head_view_prints_as_a_static_figure(site, browser):
+    context, page, _, errors = visit(browser, f"{site}/{VIEW_PAGE}")
+    try:
+        page.emulate_media(media="print")
+        view = page.locator(".qkv-headview").first
+        assert view.locator(".qkv-hv-print").is_visible()
+        assert not view.locator(".qkv-hv-interactive").is_visible()
+        page.emulate_media(media="screen")
+        assert not view.locator(".qkv-hv-print").is_visible()
+    finally:
+        context.close()
