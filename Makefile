@@ -2,7 +2,7 @@
 #   make book   build the site into _build/html (strict: a warning fails it)
 #   make test   every check: ruff, then pytest (package, book, browser)
 # and:  make serve (the built site on http://127.0.0.1:8000), make clean,
-#       make bench-toy (the trained toy model against its targets).
+#       make bench (build timings), make bench-toy (the trained toy model).
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
@@ -14,14 +14,17 @@ PORT ?= 8000
 # Kernels inherit the environment: a headless MPLBACKEND would hide every figure.
 unexport MPLBACKEND
 
-.PHONY: book test serve clean bench-toy
+.PHONY: book test serve clean bench bench-toy
 
 $(INSTALLED): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	touch $@
 
+# Chapters not yet in the execution cache run first, in parallel (one per core);
+# Sphinx then builds the site from the cache, strictly.
 book: $(INSTALLED)
+	$(BIN)/python _ext/prefill_cache.py
 	$(BIN)/jupyter-book build . -W -n --keep-going
 
 test: $(INSTALLED)
@@ -32,6 +35,10 @@ test: $(INSTALLED)
 serve: book
 	@echo "Serving _build/html on http://127.0.0.1:$(PORT) (Ctrl-C to stop)"
 	$(BIN)/python -m http.server $(PORT) --bind 127.0.0.1 --directory _build/html
+
+# Build speed: cold, nothing changed, prose edited, src/qkv edited (minutes).
+bench: $(INSTALLED)
+	$(BIN)/python bench/build.py
 
 # The targets of the tiny trained model (chapter "How attention learns").
 bench-toy: $(INSTALLED)

@@ -8,8 +8,9 @@ Answer: hash the files listed in ``dependency_cache_paths`` (relative to the boo
 root) and use ``_build/.jupyter_cache/<hash>`` as the execution cache. A change
 of the hash gives an empty cache (every chapter executes again) and changes the
 config value ``nb_execution_cache_path``, which Sphinx tracks: every page is
-re-read. Caches of older hashes are deleted. The cache path is absolute, so the
-build does not depend on the directory it is started from.
+re-read. Only the most recent older cache is kept (undoing an edit is then
+free). The cache path is absolute, so the build does not depend on the directory
+it is started from.
 """
 
 from __future__ import annotations
@@ -58,16 +59,30 @@ def dependency_hash(root: Path, paths: list[str]) -> str:
     return digest.hexdigest()[:16]
 
 
-def _set_cache_path(app: Sphinx, config: Config) -> None:
-    root = Path(app.srcdir)
-    key = dependency_hash(root, list(config.dependency_cache_paths))
-    cache_root = Path(app.outdir).parent.resolve() / ".jupyter_cache"
+def cache_path(root: Path, build_dir: Path, paths: list[str]) -> Path:
+    """The execution cache for the current dependencies; older ones are deleted.
+
+    Shared with ``prefill_cache.py``, which fills the same folder in parallel.
+    """
+    key = dependency_hash(root, paths)
+    cache_root = build_dir.resolve() / ".jupyter_cache"
     cache = cache_root / f"deps-{key}"
     if cache_root.is_dir():
-        for old in cache_root.glob("deps-*"):
-            if old != cache:
-                logger.info("dependency_cache: removing stale cache %s", old.name)
-                shutil.rmtree(old, ignore_errors=True)
+        # Keep the most recent other cache: undoing an edit then costs nothing.
+        others = sorted(
+            (old for old in cache_root.glob("deps-*") if old != cache),
+            key=lambda old: old.stat().st_mtime,
+        )
+        for old in others[:-1]:
+            logger.info("dependency_cache: removing stale cache %s", old.name)
+            shutil.rmtree(old, ignore_errors=True)
+    return cache
+
+
+def _set_cache_path(app: Sphinx, config: Config) -> None:
+    cache = cache_path(
+        Path(app.srcdir), Path(app.outdir).parent, list(config.dependency_cache_paths)
+    )
     config.nb_execution_cache_path = str(cache)
     logger.info("dependency_cache: execution cache %s", cache)
 

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
+import qkv
 from qkv import (
     MultiHeadAttention,
     SelfAttention,
@@ -428,3 +429,46 @@ BAD_MODULES = {
 def test_modules_bad_input_raises_value_error(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+# --- tiled attention (online softmax) ------------------------------------------
+
+
+@pytest.mark.parametrize("block_size", [1, 3, 16, 64, 1000])
+@pytest.mark.parametrize("causal", [False, True])
+def test_tiled_equals_sdpa(block_size, causal):
+    # 23 and 29 are not multiples of the block sizes: the last blocks are ragged.
+    query, key, value = rand(2, 23, 8), rand(2, 29, 8, seed=1), rand(2, 29, 5, seed=2)
+    tiled = qkv.tiled_attention(
+        query, key, value, block_size=block_size, is_causal=causal
+    )
+    full, _ = scaled_dot_product_attention(query, key, value, is_causal=causal)
+    torch.testing.assert_close(tiled, full)
+
+
+def test_tiled_handles_more_queries_than_keys_causally_and_custom_scale():
+    query, key, value = rand(3, 12, 4), rand(3, 5, 4, seed=1), rand(3, 5, 2, seed=2)
+    for scale in (None, 0.2):
+        tiled = qkv.tiled_attention(
+            query, key, value, block_size=4, is_causal=True, scale=scale
+        )
+        full, _ = scaled_dot_product_attention(
+            query, key, value, is_causal=True, scale=scale
+        )
+        torch.testing.assert_close(tiled, full)
+
+
+def test_tiled_is_stable_with_huge_scores():
+    query, key, value = rand(6, 4) * 1e3, rand(6, 4, seed=1) * 1e3, rand(6, 3, seed=2)
+    tiled = qkv.tiled_attention(query, key, value, block_size=2)
+    assert torch.isfinite(tiled).all()
+    torch.testing.assert_close(
+        tiled, scaled_dot_product_attention(query, key, value)[0]
+    )
+
+
+def test_tiled_rejects_bad_input():
+    with pytest.raises(ValueError, match="block_size"):
+        qkv.tiled_attention(rand(4, 8), rand(4, 8), rand(4, 8), block_size=0)
+    with pytest.raises(ValueError, match=r"query \(4, 8\) and key \(4, 5\)"):
+        qkv.tiled_attention(rand(4, 8), rand(4, 5), rand(4, 8))

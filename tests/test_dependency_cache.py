@@ -104,4 +104,18 @@ def test_editing_the_package_reexecutes_and_prose_does_not(tmp_path):
     html = page_html(tmp_path)
     assert "value: second" in html and "value: first" not in html
     caches = list((tmp_path / "_build" / ".jupyter_cache").glob("deps-*"))
-    assert len(caches) == 1, f"stale caches left behind: {caches}"
+    assert len(caches) == 2, f"expected the current and the previous cache: {caches}"
+
+    # Undo the edit: the previous cache is still there, nothing executes.
+    write_book(tmp_path, "first", prose="Other prose.")
+    build = build_book(tmp_path)
+    assert build.returncode == 0, build.output[-3000:]
+    assert "Executed notebook" not in build.output
+    assert "value: first" in page_html(tmp_path)
+
+    # A third version: the oldest cache goes.
+    write_book(tmp_path, "third", prose="Other prose.")
+    build = build_book(tmp_path)
+    assert "value: third" in page_html(tmp_path)
+    caches = list((tmp_path / "_build" / ".jupyter_cache").glob("deps-*"))
+    assert len(caches) == 2, f"stale caches left behind: {caches}"

@@ -12,6 +12,7 @@ from qkv.attention import (
     padding_mask,
     scaled_dot_product_attention,
     split_heads,
+    tiled_attention,
 )
 
 __version__ = "0.1.0"
@@ -25,4 +26,5 @@ __all__ = [
     "padding_mask",
     "scaled_dot_product_attention",
     "split_heads",
+    "tiled_attention",
 ]

@@ -39,6 +39,7 @@ __all__ = [
     "padding_mask",
     "scaled_dot_product_attention",
     "split_heads",
+    "tiled_attention",
 ]
 
 
@@ -143,6 +144,108 @@ def scaled_dot_product_attention(
         ValueError: on mismatched shapes, a rank below 2, a non-bool or
             non-broadcastable mask, or ``attn_mask`` given with ``is_causal``.
     """
+    scores_shape = _check_qkv(query, key, value)  # (..., L, S)
+    if attn_mask is not None and is_causal:
+        raise ValueError(
+            "give either attn_mask or is_causal=True, not both; got attn_mask "
+            f"{tuple(attn_mask.shape)} with is_causal=True"
+        )
+    if is_causal:
+        attn_mask = causal_mask(*scores_shape[-2:], device=query.device)
+    if attn_mask is not None:
+        _check_mask(attn_mask, scores_shape)
+
+    if scale is None:
+        scale = 1.0 / math.sqrt(query.shape[-1])
+    scores = query @ key.transpose(-2, -1) * scale  # (..., L, S)
+    if attn_mask is not None:
+        # A row with no allowed key would be softmax(-inf, ..., -inf) = NaN:
+        # give it finite scores, then zero every masked weight.
+        attn_mask = attn_mask.expand(scores_shape)
+        can_attend = attn_mask.any(dim=-1, keepdim=True)  # (..., L, 1)
+        scores = scores.masked_fill(~attn_mask, float("-inf"))
+        scores = scores.masked_fill(~can_attend, 0.0)
+    weights = torch.softmax(scores, dim=-1)  # (..., L, S)
+    if attn_mask is not None:
+        weights = weights.masked_fill(~attn_mask, 0.0)
+    output = weights @ value  # (..., L, Ev)
+    return output, weights
+
+
+def tiled_attention(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    block_size: int = 64,
+    is_causal: bool = False,
+    scale: float | None = None,
+) -> Tensor:
+    """Attention computed block by block with an online softmax.
+
+    Explained in the chapter *cost-of-attention*. The idea behind FlashAttention
+    (Dao et al. 2022), written for clarity: queries and keys are taken in blocks of
+    ``block_size``, so no (L, S) matrix is ever held, only (block, block) tiles. For
+    each query the running maximum ``m`` and running sum ``l`` of the softmax
+    (Milakov and Gimelshein 2018) are updated tile by tile, and the partial output
+    is rescaled whenever the maximum grows.
+
+    Args:
+        query: shape (..., L, E).
+        key: shape (..., S, E).
+        value: shape (..., S, Ev).
+        block_size: the tile size (>= 1); any value gives the same result.
+        is_causal: if True, query i sees keys 0..i only (top-left aligned).
+        scale: factor applied to the scores (default ``1 / sqrt(E)``).
+
+    Returns:
+        The output, shape (..., L, Ev), equal to that of
+        :func:`scaled_dot_product_attention` (zero for a query with no key).
+    """
+    if (
+        isinstance(block_size, bool)
+        or not isinstance(block_size, int)
+        or block_size < 1
+    ):
+        raise ValueError(f"block_size must be an int >= 1, got {block_size!r}")
+    scores_shape = _check_qkv(query, key, value)
+    *batch, n_queries, n_keys = scores_shape
+    if scale is None:
+        scale = 1.0 / math.sqrt(query.shape[-1])
+    output = query.new_zeros(*batch, n_queries, value.shape[-1])  # (..., L, Ev)
+    for q0 in range(0, n_queries, block_size):
+        q1 = min(q0 + block_size, n_queries)
+        q_tile = query[..., q0:q1, :]  # (..., bq, E)
+        top = q_tile.new_full((*batch, q1 - q0, 1), float("-inf"))  # running max m
+        total = q_tile.new_zeros((*batch, q1 - q0, 1))  # running sum l
+        acc = q_tile.new_zeros((*batch, q1 - q0, value.shape[-1]))  # sum of p v
+        for k0 in range(0, n_keys, block_size):
+            if is_causal and k0 > q1 - 1:
+                break  # every later key is in the future of every query here
+            k1 = min(k0 + block_size, n_keys)
+            scores = (
+                q_tile @ key[..., k0:k1, :].transpose(-2, -1) * scale
+            )  # (.., bq, bk)
+            if is_causal:
+                rows = torch.arange(q0, q1, device=query.device)[:, None]
+                cols = torch.arange(k0, k1, device=query.device)[None, :]
+                scores = scores.masked_fill(cols > rows, float("-inf"))
+            new_top = torch.maximum(top, scores.amax(dim=-1, keepdim=True))
+            safe_top = new_top.masked_fill(new_top == float("-inf"), 0.0)
+            p = torch.exp(scores - safe_top)  # (..., bq, bk), 0 where masked
+            rescale = torch.exp(top - safe_top)  # shrink what came before
+            total = total * rescale + p.sum(dim=-1, keepdim=True)
+            acc = acc * rescale + p @ value[..., k0:k1, :]
+            top = new_top
+        output[..., q0:q1, :] = torch.where(total > 0, acc / total, 0.0)
+    return output
+
+
+def _check_qkv(query: Tensor, key: Tensor, value: Tensor) -> tuple[int, ...]:
+    """Check the shapes of query (..., L, E), key (..., S, E), value (..., S, Ev).
+
+    Returns:
+        The shape of the scores, (..., L, S), batch dims broadcast.
+    """
     for name, x in (("query", query), ("key", key), ("value", value)):
         _check_floating(name, x)
     q_shape, k_shape, v_shape = tuple(query.shape), tuple(key.shape), tuple(value.shape)
@@ -163,32 +266,7 @@ def scaled_dot_product_attention(
             "the batch dims of query, key and value must broadcast, got "
             f"query {q_shape}, key {k_shape} and value {v_shape}"
         ) from None
-    scores_shape = (*batch, q_shape[-2], k_shape[-2])  # (..., L, S)
-    if attn_mask is not None and is_causal:
-        raise ValueError(
-            "give either attn_mask or is_causal=True, not both; got attn_mask "
-            f"{tuple(attn_mask.shape)} with is_causal=True"
-        )
-    if is_causal:
-        attn_mask = causal_mask(q_shape[-2], k_shape[-2], device=query.device)
-    if attn_mask is not None:
-        _check_mask(attn_mask, scores_shape)
-
-    if scale is None:
-        scale = 1.0 / math.sqrt(q_shape[-1])
-    scores = query @ key.transpose(-2, -1) * scale  # (..., L, S)
-    if attn_mask is not None:
-        # A row with no allowed key would be softmax(-inf, ..., -inf) = NaN:
-        # give it finite scores, then zero every masked weight.
-        attn_mask = attn_mask.expand(scores_shape)
-        can_attend = attn_mask.any(dim=-1, keepdim=True)  # (..., L, 1)
-        scores = scores.masked_fill(~attn_mask, float("-inf"))
-        scores = scores.masked_fill(~can_attend, 0.0)
-    weights = torch.softmax(scores, dim=-1)  # (..., L, S)
-    if attn_mask is not None:
-        weights = weights.masked_fill(~attn_mask, 0.0)
-    output = weights @ value  # (..., L, Ev)
-    return output, weights
+    return (*batch, q_shape[-2], k_shape[-2])  # (..., L, S)
 
 
 def _check_mask(attn_mask: Tensor, scores_shape: tuple[int, ...]) -> None:

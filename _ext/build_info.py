@@ -1,0 +1,64 @@
+"""Stamp the build date and commit into the build-info page at every build.
+
+Problem: a chapter's outputs come from the execution cache, so a code cell cannot
+report when the site was built, and Sphinx does not even re-read an unchanged page.
+
+Answer: the pages listed in ``build_info_pages`` are marked outdated at every
+build (cheap: their code comes from the cache), and while their source is read the
+placeholders ``%%BUILD_DATE%%`` and ``%%BUILD_COMMIT%%`` are replaced by the current
+UTC time and the git commit of the book (``unknown`` outside a git checkout).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sphinx.application import Sphinx
+
+
+def commit(root: Path) -> str:
+    """The short commit of ``root``, with ``+changes`` if the tree is not clean."""
+    try:
+        sha = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return f"{sha}+changes" if dirty else sha
+
+
+def _always_outdated(app, env, added, changed, removed):
+    return [page for page in app.config.build_info_pages if page in env.found_docs]
+
+
+def _stamp(app: Sphinx, docname: str, source: list[str]) -> None:
+    if docname not in app.config.build_info_pages:
+        return
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    source[0] = (
+        source[0]
+        .replace("%%BUILD_DATE%%", stamp)
+        .replace("%%BUILD_COMMIT%%", commit(Path(app.srcdir)))
+    )
+
+
+def setup(app: Sphinx) -> dict:
+    app.add_config_value("build_info_pages", ["book/build-info"], "env", [list])
+    app.connect("env-get-outdated", _always_outdated)
+    app.connect("source-read", _stamp)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

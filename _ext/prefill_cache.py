@@ -1,0 +1,109 @@
+"""Execute the chapters in parallel into the execution cache, before Sphinx runs.
+
+Problem: Jupyter Book executes notebooks one after the other (``sphinx-build -j``
+falls back to serial with a warning), so a cold build of the book takes the sum of
+all chapters' execution times on a machine with several cores.
+
+Answer: ``make book`` first runs this script. It registers every chapter of
+``_toc.yml`` in the same jupyter-cache folder that ``dependency_cache.py`` gives
+Sphinx, reading them with myst-nb's own reader (so the cache keys match), and
+executes the ones not cached yet with jupyter-cache's ``local-parallel`` executor,
+one process per core. Each kernel gets one torch thread (``OMP_NUM_THREADS=1``), so
+kernels do not fight over the cores. Sphinx then finds every chapter in the cache.
+A chapter that fails here is not cached: Sphinx executes it again and reports the
+error, so the strict build still fails on it.
+
+Usage: ``python _ext/prefill_cache.py [BOOK_ROOT]`` (default: this repository).
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from dependency_cache import DEFAULT_PATHS, cache_path  # noqa: E402
+
+READER = {"name": "myst_nb_md", "type": "plugin"}
+
+
+def chapters(root: Path) -> list[Path]:
+    """The MyST notebooks listed in ``_toc.yml``, in reading order."""
+    toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
+    pages = [toc["root"]]
+    for part in toc.get("parts", []):
+        pages += [chapter["file"] for chapter in part.get("chapters", [])]
+    pages += [chapter["file"] for chapter in toc.get("chapters", [])]
+    found = []
+    for page in pages:
+        path = root / f"{page}.md"
+        front = path.read_text(encoding="utf-8").split("\n---\n", 1)[0]
+        if front.startswith("---") and "kernelspec:" in front:
+            found.append(path)
+    return found
+
+
+def dependency_paths(root: Path) -> list[str]:
+    config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
+    sphinx_config = (config.get("sphinx") or {}).get("config") or {}
+    return list(sphinx_config.get("dependency_cache_paths", DEFAULT_PATHS))
+
+
+def main(root: Path) -> int:
+    os.environ["OMP_NUM_THREADS"] = "1"  # one torch thread per kernel
+    os.environ.pop("MPLBACKEND", None)  # a headless backend would hide figures
+    from jupyter_cache import get_cache
+    from jupyter_cache.cache.db import NbProjectRecord
+    from jupyter_cache.executors.basic import ExecutionWorkerLocalMProc, ProcessData
+
+    start = time.perf_counter()
+    cache = get_cache(cache_path(root, root / "_build", dependency_paths(root)))
+    for notebook in chapters(root):
+        cache.add_nb_to_project(str(notebook), read_data=READER)
+    todo = cache.list_unexecuted()
+    if not todo:
+        print(f"prefill: all chapters cached ({time.perf_counter() - start:.1f} s)")
+        return 0
+    # Longest chapters first (times of the previous run), one chapter per task:
+    # the two cores then finish at about the same time.
+    runtimes_file = root / "_build" / ".jupyter_cache" / "runtimes.json"
+    runtimes = json.loads(runtimes_file.read_text()) if runtimes_file.exists() else {}
+    todo.sort(key=lambda r: -runtimes.get(Path(r.uri).stem, float("inf")))
+    names = ", ".join(Path(record.uri).stem for record in todo)
+    print(f"prefill: executing {len(todo)} chapter(s) in parallel: {names}")
+    NbProjectRecord.remove_tracebacks([r.pk for r in todo], cache.db)
+    jobs = [ProcessData(r.pk, r.uri, cache, 600, False) for r in todo]
+    with multiprocessing.Pool(min(os.cpu_count() or 1, len(jobs))) as pool:
+        outcomes = list(pool.imap_unordered(ExecutionWorkerLocalMProc(), jobs, 1))
+    failed = [uri for code, uri in outcomes if code != 0]
+    for record in cache.list_cache_records():
+        stem = Path(record.uri).stem
+        if record.data.get("execution_seconds") is not None:
+            runtimes[stem] = record.data["execution_seconds"]
+    runtimes_file.write_text(json.dumps(runtimes, indent=1, sort_keys=True))
+    print(
+        f"prefill: {len(outcomes) - len(failed)} executed, {len(failed)} failed "
+        f"({time.perf_counter() - start:.1f} s)"
+        + (
+            f"; Sphinx will report: {', '.join(Path(f).stem for f in failed)}"
+            if failed
+            else ""
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(
+        main(
+            Path(sys.argv[1]).resolve()
+            if len(sys.argv) > 1
+            else Path(__file__).resolve().parents[1]
+        )
+    )
