@@ -21,11 +21,20 @@ $(INSTALLED): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	touch $@
 
+# Everything the site is built from: if none of it changed since the last
+# successful build, `make book` has nothing to do.
+BOOK_INPUTS := $(shell find book src/qkv _ext img -type f -not -name '*.pyc' \
+	2>/dev/null) _config.yml _toc.yml references.bib requirements.txt pyproject.toml
+BUILT := _build/html/.built
+
+book: $(BUILT)
+
 # Chapters not yet in the execution cache run first, in parallel (one per core);
 # Sphinx then builds the site from the cache, strictly.
-book: $(INSTALLED)
+$(BUILT): $(INSTALLED) $(BOOK_INPUTS)
 	$(BIN)/python _ext/prefill_cache.py
 	$(BIN)/jupyter-book build . -W -n --keep-going
+	touch $@
 
 test: $(INSTALLED)
 	$(BIN)/ruff check .
