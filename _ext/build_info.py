@@ -1,4 +1,4 @@
-"""Stamp the build date and commit into the build-info page at every build.
+"""Stamp the build date and commit into the build-info page and every footer.
 
 Problem: a chapter's outputs come from the execution cache, so a code cell cannot
 report when the site was built, and Sphinx does not even re-read an unchanged page.
@@ -7,6 +7,9 @@ Answer: the pages listed in ``build_info_pages`` are marked outdated at every
 build (cheap: their code comes from the cache), and while their source is read the
 placeholders ``%%BUILD_DATE%%`` and ``%%BUILD_COMMIT%%`` are replaced by the current
 UTC time and the git commit of the book (``unknown`` outside a git checkout).
+Every page's footer also gives the book's version, the commit, the build date and
+the torch version (the footer only changes when a build runs, and the date only
+daily, so an unchanged book is not rewritten for it within a day).
 """
 
 from __future__ import annotations
@@ -57,7 +60,28 @@ def _stamp(app: Sphinx, docname: str, source: list[str]) -> None:
     )
 
 
+def _footer(app: Sphinx, config) -> None:
+    """Provenance on every page: book version, commit, build date, torch."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def installed(name: str) -> str:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "not installed"
+
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d")
+    footer = (
+        f"Attention, Computed {installed('qkv')} · commit "
+        f"{commit(Path(app.srcdir))} · built {stamp} · torch {installed('torch')}"
+    )
+    options = dict(config.html_theme_options or {})
+    options["extra_footer"] = f'<p class="qkv-provenance">{footer}</p>'
+    config.html_theme_options = options
+
+
 def setup(app: Sphinx) -> dict:
+    app.connect("config-inited", _footer)
     app.add_config_value("build_info_pages", ["book/build-info"], "env", [list])
     app.connect("env-get-outdated", _always_outdated)
     app.connect("source-read", _stamp)

@@ -118,3 +118,39 @@ def test_no_launch_or_thebe_buttons(built_book):
         html = (HTML / f"{page}.html").read_text(encoding="utf-8")
         for marker in ("thebe", "binder", "colab.research", "launch-buttons"):
             assert marker not in html.lower(), f"{page} contains {marker!r}"
+
+
+def test_cite_page_has_one_entry_per_chapter(built_book):
+    import yaml
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    lessons = [
+        c["file"] for p in toc["parts"] if p.get("numbered") for c in p["chapters"]
+    ]
+    page = (HTML / "book" / "cite.html").read_text(encoding="utf-8")
+    for number, lesson in enumerate(lessons, 1):
+        label = Path(lesson).name
+        assert f"attention-computed-{label}" in page, label
+        entry = page.split(f"attention-computed-{label}", 1)[1][:2000]
+        assert re.search(rf"chapter\W+=\W+\{{{number}\}}", re.sub("<[^>]+>", "", entry))
+
+
+def test_every_page_footer_gives_provenance(built_book):
+    import torch
+
+    for page in html_pages():
+        html = page.read_text(encoding="utf-8")
+        if "bd-footer" not in html:
+            continue  # redirects and the like
+        match = re.search(r'qkv-provenance">([^<]*)<', html)
+        assert match, f"{page.relative_to(HTML)} has no provenance footer"
+        assert "commit" in match.group(
+            1
+        ) and f"torch {torch.__version__}" in match.group(1)
+
+
+def test_build_info_page_is_stamped(built_book):
+    page = (HTML / "book" / "build-info.html").read_text(encoding="utf-8")
+    assert "%%BUILD" not in page
+    assert re.search(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC", page)
+    assert page.count("<tr") > 10  # the versions and the execution times
