@@ -2,7 +2,8 @@
 #   make book   build the site into _build/html (strict: a warning fails it)
 #   make test   every check: ruff, then pytest (package, book, browser)
 # and:  make serve (the built site on http://127.0.0.1:8000), make clean,
-#       make bench (build timings), make bench-toy (the trained toy model).
+#       make pdf (a PDF handout per chapter), make bench (build timings),
+#       make bench-toy (the trained toy model).
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
@@ -14,7 +15,7 @@ PORT ?= 8000
 # Kernels inherit the environment: a headless MPLBACKEND would hide every figure.
 unexport MPLBACKEND
 
-.PHONY: book test serve clean bench bench-toy
+.PHONY: book test serve clean bench bench-toy pdf
 
 $(INSTALLED): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,8 +27,18 @@ $(INSTALLED): requirements.txt pyproject.toml
 BOOK_INPUTS := $(shell find book src/qkv _ext img -type f -not -name '*.pyc' \
 	2>/dev/null) _config.yml _toc.yml references.bib requirements.txt pyproject.toml
 BUILT := _build/html/.built
+# `make book EDITION=student`: the same book without solutions, in its own folder.
+EDITION ?= full
+STUDENT_BUILT := _build/student/_build/html/.built
 
-book: $(BUILT)
+book: $(if $(filter student,$(EDITION)),$(STUDENT_BUILT),$(BUILT))
+
+$(STUDENT_BUILT): $(INSTALLED) $(BOOK_INPUTS)
+	$(BIN)/python _ext/prefill_cache.py
+	QKV_EDITION=student $(BIN)/jupyter-book build . -W -n --keep-going \
+		--path-output _build/student
+	@echo "student edition: _build/student/_build/html/index.html"
+	touch $@
 
 # Chapters not yet in the execution cache run first, in parallel (one per core);
 # Sphinx then builds the site from the cache, strictly.
@@ -44,6 +55,10 @@ test: $(INSTALLED)
 serve: book
 	@echo "Serving _build/html on http://127.0.0.1:$(PORT) (Ctrl-C to stop)"
 	$(BIN)/python -m http.server $(PORT) --bind 127.0.0.1 --directory _build/html
+
+# One PDF handout per chapter in _build/pdf, printed by headless Chromium.
+pdf: book
+	$(BIN)/python scripts/handouts.py
 
 # Build speed: cold, nothing changed, prose edited, src/qkv edited (minutes).
 bench: $(INSTALLED)

@@ -80,15 +80,24 @@ def cache_path(root: Path, build_dir: Path, paths: list[str]) -> Path:
 
 
 def _set_cache_path(app: Sphinx, config: Config) -> None:
-    cache = cache_path(
-        Path(app.srcdir), Path(app.outdir).parent, list(config.dependency_cache_paths)
-    )
+    # The cache lives in the book's own _build, whatever the output folder, so
+    # that the student edition (built elsewhere) reads the same outputs.
+    root = Path(app.srcdir)
+    cache = cache_path(root, root / "_build", list(config.dependency_cache_paths))
     config.nb_execution_cache_path = str(cache)
     logger.info("dependency_cache: execution cache %s", cache)
 
 
+def _hash_extensions(app: Sphinx, config: Config) -> None:
+    # Editing one of our Sphinx extensions changes how pages are read, not what
+    # the chapters compute: re-read every page (from the cache), execute nothing.
+    config.extensions_hash = dependency_hash(Path(__file__).parent, ["."])
+
+
 def setup(app: Sphinx) -> dict:
     app.add_config_value("dependency_cache_paths", DEFAULT_PATHS, "env", [list])
+    app.add_config_value("extensions_hash", "", "env", [str])
+    app.connect("config-inited", _hash_extensions)
     # After myst-nb has registered nb_execution_cache_path, before it reads it.
     app.connect("config-inited", _set_cache_path, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

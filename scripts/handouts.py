@@ -1,0 +1,106 @@
+"""Print every chapter of the built site to its own PDF handout: `make pdf`.
+
+Uses the same headless Chromium as the browser tests (Debian's /usr/bin/chromium
+through playwright; never a downloaded browser). Each page is served from
+127.0.0.1, its math is typeset by the site's own MathJax, and it is printed with
+the print style sheet: the navigation disappears and every interactive head view
+is replaced by its static figure.
+
+Usage: python scripts/handouts.py [PAGE ...]   (default: every page of _toc.yml)
+Writes _build/pdf/<label>.pdf.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import sys
+import threading
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+HTML = ROOT / "_build" / "html"
+OUT = ROOT / "_build" / "pdf"
+CHROMIUM = os.environ.get("QKV_CHROMIUM", "/usr/bin/chromium")
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+
+
+def toc_pages() -> list[str]:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    pages = [toc["root"]]
+    for part in toc.get("parts", []):
+        pages += [chapter["file"] for chapter in part["chapters"]]
+    return pages
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002
+        pass
+
+
+def print_pages(pages: list[str]) -> list[Path]:
+    from playwright.sync_api import sync_playwright
+
+    if not (HTML / "index.html").exists():
+        sys.exit("no built site in _build/html: run `make book` first")
+    OUT.mkdir(parents=True, exist_ok=True)
+    handler = functools.partial(_Quiet, directory=str(HTML))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    written = []
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=CHROMIUM, headless=True, args=ARGS
+            )
+            page = browser.new_page()
+            for name in pages:
+                page.goto(f"{base}/{name}.html", wait_until="load")
+                page.evaluate(
+                    "() => window.MathJax && window.MathJax.startup"
+                    " ? window.MathJax.startup.promise : null"
+                )
+                page.wait_for_load_state("networkidle")
+                problems = page.evaluate(
+                    """() => ({
+                        untypeset: document.querySelectorAll(
+                            '.math:not(:has(mjx-container))').length,
+                        errors: document.querySelectorAll('mjx-merror').length,
+                        brokenImages: [...document.images].filter(
+                            (img) => !img.complete || img.naturalWidth === 0).length,
+                    })"""
+                )
+                if any(problems.values()):
+                    raise RuntimeError(f"{name}: not ready to print: {problems}")
+                target = OUT / f"{Path(name).name}.pdf"
+                page.pdf(
+                    path=str(target),
+                    format="A4",
+                    print_background=True,
+                    margin={
+                        "top": "15mm",
+                        "bottom": "15mm",
+                        "left": "12mm",
+                        "right": "12mm",
+                    },
+                )
+                written.append(target)
+                print(f"pdf: {target.relative_to(ROOT)}")
+            browser.close()
+    finally:
+        server.shutdown()
+    return written
+
+
+if __name__ == "__main__":
+    print_pages(sys.argv[1:] or toc_pages())
