@@ -21,25 +21,18 @@ from pathlib import Path
 from sphinx.application import Sphinx
 
 
+def _git(root: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", *args], cwd=root, capture_output=True, text=True, check=True, timeout=10
+    )
+    return done.stdout.strip()
+
+
 def commit(root: Path) -> str:
     """The short commit of ``root``, with ``+changes`` if the tree is not clean."""
     try:
-        sha = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=10,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=10,
-        ).stdout.strip()
+        sha = _git(root, "rev-parse", "--short", "HEAD")
+        dirty = _git(root, "status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return f"{sha}+changes" if dirty else sha

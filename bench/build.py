@@ -50,25 +50,18 @@ def main() -> int:
     seconds, out = make_book()
     results.append(("nothing changed", seconds, executed(out)))
 
-    chapter = ROOT / "book" / "masking.md"
-    original = edited(chapter, "\nAn added sentence of prose.\n")
-    try:
+    for name, path, extra in [
+        ("prose", ROOT / "book" / "masking.md", "\nAn added sentence of prose.\n"),
+        ("src/qkv", ROOT / "src" / "qkv" / "__init__.py", "\n# an edit\n"),
+    ]:
+        original = edited(path, extra)
+        try:
+            seconds, out = make_book()
+            results.append((f"{name} edited", seconds, executed(out)))
+        finally:
+            path.write_text(original, encoding="utf-8")
         seconds, out = make_book()
-        results.append(("prose edited", seconds, executed(out)))
-    finally:
-        chapter.write_text(original, encoding="utf-8")
-    seconds, out = make_book()
-    results.append(("prose restored", seconds, executed(out)))
-
-    module = ROOT / "src" / "qkv" / "__init__.py"
-    original = edited(module, "\n# an edit to the package\n")
-    try:
-        seconds, out = make_book()
-        results.append(("src/qkv edited", seconds, executed(out)))
-    finally:
-        module.write_text(original, encoding="utf-8")
-    seconds, out = make_book()
-    results.append(("src/qkv restored", seconds, executed(out)))
+        results.append((f"{name} restored", seconds, executed(out)))
 
     print(f"{'make book':<20}{'seconds':>9}{'chapters executed':>20}{'target':>10}")
     ok = True
