@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import base64
 import re
+from datetime import UTC
 from pathlib import Path
 
 import nbformat
@@ -295,27 +296,31 @@ def build_notebook(app: Sphinx, page: str, executed) -> nbformat.NotebookNode:
     return result
 
 
-def _executed_notebooks(app: Sphinx) -> dict[str, nbformat.NotebookNode]:
-    from jupyter_cache import get_cache
-
-    cache = get_cache(app.env.mystnb_config.execution_cache_path)
-    found = {}
-    for record in cache.list_cache_records():
-        found[str(Path(record.uri).resolve())] = record.pk
-    return {uri: cache.get_cache_bundle(pk).nb for uri, pk in found.items()}
-
-
 def _write_notebooks(app: Sphinx, exception: Exception | None) -> None:
     if exception is not None or app.builder.format != "html":
         return
-    executed = _executed_notebooks(app)
+    from jupyter_cache import get_cache
+
+    cache = get_cache(app.env.mystnb_config.execution_cache_path)
+    records = {str(Path(r.uri).resolve()): r for r in cache.list_cache_records()}
+    root = Path(app.srcdir)
     folder = Path(app.outdir) / FOLDER
     folder.mkdir(exist_ok=True)
-    for page in lesson_pages(Path(app.srcdir)):
-        uri = str((Path(app.srcdir) / f"{page}.md").resolve())
-        notebook = build_notebook(app, page, executed.get(uri))
+    # Chapter numbers come from _toc.yml; the conversion from this file.
+    shared = max((root / "_toc.yml").stat().st_mtime, Path(__file__).stat().st_mtime)
+    for page in lesson_pages(root):
+        source = root / f"{page}.md"
+        record = records.get(str(source.resolve()))
+        target = folder / f"{Path(page).name}.ipynb"
+        inputs = [shared, source.stat().st_mtime]
+        if record is not None:
+            inputs.append(record.created.replace(tzinfo=UTC).timestamp())
+        if target.exists() and target.stat().st_mtime >= max(inputs):
+            continue  # up to date: keeps builds fast
+        executed = cache.get_cache_bundle(record.pk).nb if record else None
+        notebook = build_notebook(app, page, executed)
         nbformat.validate(notebook)
-        nbformat.write(notebook, folder / f"{Path(page).name}.ipynb")
+        nbformat.write(notebook, target)
 
 
 def _link(app: Sphinx, pagename: str, templatename, context, doctree) -> None:

@@ -156,3 +156,34 @@ def test_build_info_page_is_stamped(built_book):
     assert "%%BUILD" not in page
     assert re.search(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC", page)
     assert page.count("<tr") > 10  # the versions and the execution times
+
+
+def test_chapters_link_their_terms_to_the_glossary(built_book):
+    glossary = (HTML / "book" / "glossary.html").read_text(encoding="utf-8")
+    terms = set(re.findall(r'id="term-([^"]+)"', glossary))
+    assert len(terms) >= 20
+    linking = [
+        page
+        for page in toc_files()
+        if "glossary.html#term-" in (HTML / f"{page}.html").read_text(encoding="utf-8")
+    ]
+    assert len(linking) >= 6, linking
+    for page in linking:  # every link points at a defined term
+        html = (HTML / f"{page}.html").read_text(encoding="utf-8")
+        for term in re.findall(r'glossary\.html#term-([^"]+)"', html):
+            assert term in terms, (page, term)
+
+
+def test_publishing_workflow_tests_then_deploys_main():
+    import yaml
+
+    workflow = yaml.safe_load(
+        (ROOT / ".github" / "workflows" / "publish.yml").read_text(encoding="utf-8")
+    )
+    steps = workflow["jobs"]["test"]["steps"]
+    assert any(".ci/run" in step.get("run", "") for step in steps)
+    upload = [s for s in steps if "upload-pages-artifact" in s.get("uses", "")]
+    assert upload and upload[0]["with"]["path"] == "_build/html"
+    deploy = workflow["jobs"]["deploy"]
+    assert deploy["needs"] == "test" and "refs/heads/main" in deploy["if"]
+    assert any("deploy-pages" in s.get("uses", "") for s in deploy["steps"])
