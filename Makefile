@@ -34,18 +34,22 @@ STUDENT_BUILT := _build/student/_build/html/.built
 book: $(if $(filter student,$(EDITION)),$(STUDENT_BUILT),$(BUILT))
 
 $(STUDENT_BUILT): $(INSTALLED) $(BOOK_INPUTS)
+	@mkdir -p $(@D) && touch $@.start
 	$(BIN)/python _ext/prefill_cache.py
 	QKV_EDITION=student $(BIN)/jupyter-book build . -W -n --keep-going \
 		--path-output _build/student
 	@echo "student edition: _build/student/_build/html/index.html"
-	touch $@
+	@mv $@.start $@
 
 # Chapters not yet in the execution cache run first, in parallel (one per core);
 # Sphinx then builds the site from the cache, strictly.
+# The stamp gets the time the build *started*: an input edited during the build,
+# or right after it, is newer than the stamp and triggers the next build.
 $(BUILT): $(INSTALLED) $(BOOK_INPUTS)
+	@mkdir -p $(@D) && touch $@.start
 	$(BIN)/python _ext/prefill_cache.py
 	$(BIN)/jupyter-book build . -W -n --keep-going
-	touch $@
+	@mv $@.start $@
 
 test: $(INSTALLED)
 	$(BIN)/ruff check .

@@ -8,8 +8,8 @@ build (cheap: their code comes from the cache), and while their source is read t
 placeholders ``%%BUILD_DATE%%`` and ``%%BUILD_COMMIT%%`` are replaced by the current
 UTC time and the git commit of the book (``unknown`` outside a git checkout).
 Every page's footer also gives the book's version, the commit, the build date and
-the torch version (the footer only changes when a build runs, and the date only
-daily, so an unchanged book is not rewritten for it within a day).
+the torch version. The footer leaves out the ``+changes`` mark and the time of
+day: editing a page must not rewrite every page of the site.
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ def _git(root: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
-def commit(root: Path) -> str:
+def commit(root: Path, mark_changes: bool = True) -> str:
     """The short commit of ``root``, with ``+changes`` if the tree is not clean."""
     try:
         sha = _git(root, "rev-parse", "--short", "HEAD")
-        dirty = _git(root, "status", "--porcelain", "--untracked-files=no")
+        dirty = mark_changes and _git(root, "status", "--porcelain", "-uno")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return f"{sha}+changes" if dirty else sha
@@ -66,7 +66,8 @@ def _footer(app: Sphinx, config) -> None:
     stamp = datetime.now(UTC).strftime("%Y-%m-%d")
     footer = (
         f"Attention, Computed {installed('qkv')} · commit "
-        f"{commit(Path(app.srcdir))} · built {stamp} · torch {installed('torch')}"
+        f"{commit(Path(app.srcdir), mark_changes=False)} · built {stamp} · "
+        f"torch {installed('torch')}"
     )
     options = dict(config.html_theme_options or {})
     options["extra_footer"] = f'<p class="qkv-provenance">{footer}</p>'
