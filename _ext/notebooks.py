@@ -19,28 +19,21 @@ from __future__ import annotations
 import ast
 import base64
 import re
+import sys
 from datetime import UTC
 from pathlib import Path
 
 import nbformat
-import yaml
 from sphinx.application import Sphinx
 from sphinx.util import logging
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from book_toc import lessons  # noqa: E402
 
 logger = logging.getLogger(__name__)
 
 FOLDER = "_notebooks"
 ROLE = re.compile(r"\{([\w:-]+)\}`([^`]*)`")
-
-
-def lesson_pages(root: Path) -> list[str]:
-    toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
-    return [
-        chapter["file"]
-        for part in toc.get("parts", [])
-        if part.get("numbered")
-        for chapter in part["chapters"]
-    ]
 
 
 def glue_values(executed: nbformat.NotebookNode) -> dict[str, dict]:
@@ -308,7 +301,7 @@ def _write_notebooks(app: Sphinx, exception: Exception | None) -> None:
     folder.mkdir(exist_ok=True)
     # Chapter numbers come from _toc.yml; the conversion from this file.
     shared = max((root / "_toc.yml").stat().st_mtime, Path(__file__).stat().st_mtime)
-    for page in lesson_pages(root):
+    for page in lessons(root):
         source = root / f"{page}.md"
         record = records.get(str(source.resolve()))
         target = folder / f"{Path(page).name}.ipynb"
@@ -324,7 +317,7 @@ def _write_notebooks(app: Sphinx, exception: Exception | None) -> None:
 
 
 def _link(app: Sphinx, pagename: str, templatename, context, doctree) -> None:
-    if pagename not in lesson_pages(Path(app.srcdir)):
+    if pagename not in lessons(Path(app.srcdir)):
         return
     depth = pagename.count("/")
     href = "../" * depth + f"{FOLDER}/{Path(pagename).name}.ipynb"

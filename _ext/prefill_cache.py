@@ -28,25 +28,10 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from book_toc import is_notebook, pages  # noqa: E402
 from dependency_cache import DEFAULT_PATHS, cache_path  # noqa: E402
 
 READER = {"name": "myst_nb_md", "type": "plugin"}
-
-
-def chapters(root: Path) -> list[Path]:
-    """The MyST notebooks listed in ``_toc.yml``, in reading order."""
-    toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
-    pages = [toc["root"]]
-    for part in toc.get("parts", []):
-        pages += [chapter["file"] for chapter in part.get("chapters", [])]
-    pages += [chapter["file"] for chapter in toc.get("chapters", [])]
-    found = []
-    for page in pages:
-        path = root / f"{page}.md"
-        front = path.read_text(encoding="utf-8").split("\n---\n", 1)[0]
-        if front.startswith("---") and "kernelspec:" in front:
-            found.append(path)
-    return found
 
 
 def dependency_paths(root: Path) -> list[str]:
@@ -64,8 +49,9 @@ def main(root: Path) -> int:
 
     start = time.perf_counter()
     cache = get_cache(cache_path(root, root / "_build", dependency_paths(root)))
-    for notebook in chapters(root):
-        cache.add_nb_to_project(str(notebook), read_data=READER)
+    for page in pages(root):
+        if is_notebook(root, page):
+            cache.add_nb_to_project(str(root / f"{page}.md"), read_data=READER)
     todo = cache.list_unexecuted()
     if not todo:
         print(f"prefill: all chapters cached ({time.perf_counter() - start:.1f} s)")

@@ -19,9 +19,10 @@ import sys
 import threading
 from pathlib import Path
 
-import yaml
-
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "_ext"))
+from book_toc import pages  # noqa: E402
+
 HTML = ROOT / "_build" / "html"
 OUT = ROOT / "_build" / "pdf"
 CHROMIUM = os.environ.get("QKV_CHROMIUM", "/usr/bin/chromium")
@@ -32,14 +33,6 @@ ARGS = [
     "--disable-component-update",
     "--no-first-run",
 ]
-
-
-def toc_pages() -> list[str]:
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    pages = [toc["root"]]
-    for part in toc.get("parts", []):
-        pages += [chapter["file"] for chapter in part["chapters"]]
-    return pages
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -103,4 +96,4 @@ def print_pages(pages: list[str]) -> list[Path]:
 
 
 if __name__ == "__main__":
-    print_pages(sys.argv[1:] or toc_pages())
+    print_pages(sys.argv[1:] or pages(ROOT))

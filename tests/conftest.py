@@ -9,12 +9,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "_build"
 HTML = BUILD / "html"
 BIN = Path(sys.executable).parent
+
+sys.path.insert(0, str(ROOT / "_ext"))
+from book_toc import is_notebook, lessons, pages  # noqa: E402, F401
 
 
 @dataclass
@@ -65,8 +67,4 @@ def built_book() -> BuildResult:
 
 def toc_files() -> list[str]:
     """Every page listed in _toc.yml, as paths without suffix, in reading order."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    files = [toc["root"]]
-    for part in toc.get("parts", []):
-        files.extend(chapter["file"] for chapter in part["chapters"])
-    return files
+    return pages(ROOT)

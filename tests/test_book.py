@@ -8,15 +8,9 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from conftest import BUILD, HTML, ROOT, toc_files
+from conftest import BUILD, HTML, ROOT, is_notebook, lessons, toc_files
 
 pytestmark = pytest.mark.book
-
-
-def is_notebook(page: str) -> bool:
-    """True if the page is a MyST notebook (front matter with a kernelspec)."""
-    text = (ROOT / f"{page}.md").read_text(encoding="utf-8")
-    return text.startswith("---\n") and "kernelspec:" in text.split("\n---\n", 1)[0]
 
 
 def test_book_builds_strictly(built_book):
@@ -33,7 +27,7 @@ def test_every_listed_page_is_built(built_book):
 def test_every_chapter_executed_without_error(built_book):
     with open(BUILD / ".doctrees" / "environment.pickle", "rb") as handle:
         env = pickle.load(handle)
-    notebooks = [page for page in toc_files() if is_notebook(page)]
+    notebooks = [page for page in toc_files() if is_notebook(ROOT, page)]
     assert notebooks, "no executable chapter found"
     for page in notebooks:
         data = env.nb_metadata.get(page, {}).get("exec_data")
@@ -121,14 +115,9 @@ def test_no_launch_or_thebe_buttons(built_book):
 
 
 def test_cite_page_has_one_entry_per_chapter(built_book):
-    import yaml
-
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    lessons = [
-        c["file"] for p in toc["parts"] if p.get("numbered") for c in p["chapters"]
-    ]
+    lessons_ = lessons(ROOT)
     page = (HTML / "book" / "cite.html").read_text(encoding="utf-8")
-    for number, lesson in enumerate(lessons, 1):
+    for number, lesson in enumerate(lessons_, 1):
         label = Path(lesson).name
         assert f"attention-computed-{label}" in page, label
         entry = page.split(f"attention-computed-{label}", 1)[1][:2000]

@@ -12,16 +12,9 @@ import re
 from pathlib import Path
 
 import pytest
-import yaml
-from conftest import ROOT
+from conftest import ROOT, lessons
 
-TOC = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
-LESSONS = [
-    chapter["file"]
-    for part in TOC["parts"]
-    if part.get("numbered")
-    for chapter in part["chapters"]
-]
+LESSONS = lessons(ROOT)
 CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```", re.S | re.M)
 
 

@@ -81,41 +81,37 @@ def test_hash_follows_contents_and_names(tmp_path):
     )
 
 
+def rebuild(root: Path, value: str, prose: str) -> tuple[bool, str]:
+    """Write the book, build it; return (whether it executed, the page's HTML)."""
+    write_book(root, value, prose=prose)
+    build = build_book(root)
+    assert build.returncode == 0, build.output[-3000:]
+    return "Executed notebook" in build.output, page_html(root)
+
+
+def caches(root: Path) -> list[Path]:
+    return list((root / "_build" / ".jupyter_cache").glob("deps-*"))
+
+
 @pytest.mark.slow
 def test_editing_the_package_reexecutes_and_prose_does_not(tmp_path):
-    write_book(tmp_path, "first")
-    build = build_book(tmp_path)
-    assert build.returncode == 0, build.output[-3000:]
-    assert "Executed notebook" in build.output
-    assert "value: first" in page_html(tmp_path)
+    executed, html = rebuild(tmp_path, "first", "Some prose.")
+    assert executed and "value: first" in html
 
     # Prose only: the page is re-read, but its outputs come from the cache.
-    write_book(tmp_path, "first", prose="Other prose.")
-    build = build_book(tmp_path)
-    assert build.returncode == 0, build.output[-3000:]
-    assert "Executed notebook" not in build.output
-    assert "Other prose." in page_html(tmp_path)
+    executed, html = rebuild(tmp_path, "first", "Other prose.")
+    assert not executed and "Other prose." in html
 
     # The package: the page is executed again and shows the new value.
-    write_book(tmp_path, "second", prose="Other prose.")
-    build = build_book(tmp_path)
-    assert build.returncode == 0, build.output[-3000:]
-    assert "Executed notebook" in build.output
-    html = page_html(tmp_path)
-    assert "value: second" in html and "value: first" not in html
-    caches = list((tmp_path / "_build" / ".jupyter_cache").glob("deps-*"))
-    assert len(caches) == 2, f"expected the current and the previous cache: {caches}"
+    executed, html = rebuild(tmp_path, "second", "Other prose.")
+    assert executed and "value: second" in html and "value: first" not in html
+    assert len(caches(tmp_path)) == 2, "expected the current and the previous cache"
 
     # Undo the edit: the previous cache is still there, nothing executes.
-    write_book(tmp_path, "first", prose="Other prose.")
-    build = build_book(tmp_path)
-    assert build.returncode == 0, build.output[-3000:]
-    assert "Executed notebook" not in build.output
-    assert "value: first" in page_html(tmp_path)
+    executed, html = rebuild(tmp_path, "first", "Other prose.")
+    assert not executed and "value: first" in html
 
     # A third version: the oldest cache goes.
-    write_book(tmp_path, "third", prose="Other prose.")
-    build = build_book(tmp_path)
-    assert "value: third" in page_html(tmp_path)
-    caches = list((tmp_path / "_build" / ".jupyter_cache").glob("deps-*"))
-    assert len(caches) == 2, f"stale caches left behind: {caches}"
+    executed, html = rebuild(tmp_path, "third", "Other prose.")
+    assert executed and "value: third" in html
+    assert len(caches(tmp_path)) == 2, f"stale caches left behind: {caches(tmp_path)}"

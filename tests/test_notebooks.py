@@ -10,17 +10,12 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import HTML, ROOT, toc_files
+from conftest import HTML, ROOT, lessons
 from nbclient import NotebookClient
 
 pytestmark = pytest.mark.book
 
-LESSONS = [
-    chapter
-    for chapter in toc_files()
-    if "kernelspec:" in (ROOT / f"{chapter}.md").read_text(encoding="utf-8")[:400]
-    and chapter not in ("book/cite", "book/build-info")
-]
+LESSONS = lessons(ROOT)
 MYST_LEFTOVERS = re.compile(r"\{[\w:-]+\}`|```\{|^:::|^\([\w-]+\)=|^\$\$ \(", re.M)
 
 

@@ -134,11 +134,7 @@ def peak_memory(name: str, sizes: list[int], dim: int = 64) -> dict[int, int]:
     and the peak is read from the operating system's high-water mark of the
     process's memory: what the call really needed, whatever allocated it.
     """
-    if name not in IMPLEMENTATIONS:
-        raise ValueError(f"name must be one of {list(IMPLEMENTATIONS)}, got {name!r}")
-    command = [sys.executable, "-m", "qkv.cost", name, str(dim), *map(str, sizes)]
-    result = subprocess.run(command, capture_output=True, text=True, check=True)
-    return {int(n): peak for n, peak in json.loads(result.stdout).items()}
+    return peak_memories([name], sizes, dim)[name]
 
 
 def peak_memories(
@@ -147,7 +143,9 @@ def peak_memories(
     """:func:`peak_memory` for several implementations, in parallel processes."""
     for name in names:
         if name not in IMPLEMENTATIONS:
-            raise ValueError(f"names must be in {list(IMPLEMENTATIONS)}, got {name!r}")
+            raise ValueError(
+                f"name must be one of {list(IMPLEMENTATIONS)}, got {name!r}"
+            )
     processes = {
         name: subprocess.Popen(
             [sys.executable, "-m", "qkv.cost", name, str(dim), *map(str, sizes)],
