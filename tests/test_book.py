@@ -91,6 +91,25 @@ def test_site_loads_nothing_from_outside(built_book):
         assert not imports, f"{sheet.relative_to(HTML)} imports {imports}"
 
 
+ICON = re.compile(r'<link rel="(?:shortcut )?icon" href="([^"]+)"')
+
+
+def test_every_page_declares_an_icon_that_exists(built_book):
+    """A page without an icon makes the browser ask /favicon.ico: a 404."""
+    for page in html_pages():
+        found = ICON.search(page.read_text(encoding="utf-8"))
+        name = page.relative_to(HTML)
+        assert found, f"{name} declares no icon"
+        assert (page.parent / found[1]).is_file(), f"{name}: no file {found[1]}"
+
+
+def test_site_root_redirects_to_the_first_page(built_book):
+    index = (HTML / "index.html").read_text(encoding="utf-8")
+    first = toc_files()[0]
+    assert f'content="0; url={first}.html"' in index
+    assert f'<a href="{first}.html">' in index, "no link for browsers without redirects"
+
+
 def test_math_is_served_locally(built_book):
     assert (HTML / "_static" / "mathjax" / "tex-mml-chtml.js").is_file()
     fonts = list((HTML / "_static" / "mathjax" / "output").rglob("*.woff"))

@@ -81,7 +81,8 @@ def visit(browser, url: str):
 
     def on_console(message):
         if message.type == "error":
-            errors.append(f"console: {message.text}")
+            where = (message.location or {}).get("url") or "?"
+            errors.append(f"console: {message.text} (at {where})")
 
     def on_response(response):
         if response.status >= 400:
