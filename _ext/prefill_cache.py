@@ -2,27 +2,31 @@
 
 Problem: Jupyter Book executes notebooks one after the other (``sphinx-build -j``
 falls back to serial with a warning), so a cold build of the book takes the sum of
-all chapters' execution times on a machine with several cores.
+all chapters' execution times on a machine with several cores. And each chapter's
+fresh kernel first spends seconds importing torch.
 
 Answer: ``make book`` first runs this script. It registers every chapter of
 ``_toc.yml`` in the same jupyter-cache folder that ``dependency_cache.py`` gives
 Sphinx, reading them with myst-nb's own reader (so the cache keys match), and
-executes the ones not cached yet with jupyter-cache's ``local-parallel`` executor,
-one process per core. Each kernel gets one torch thread (``OMP_NUM_THREADS=1``), so
+executes the ones not cached yet, one kernel per core at a time, longest chapters
+first. Kernels are forked from a process that has imported torch already
+(``warm_kernels.py``), and each gets one torch thread (``OMP_NUM_THREADS=1``), so
 kernels do not fight over the cores. Sphinx then finds every chapter in the cache.
 A chapter that fails here is not cached: Sphinx executes it again and reports the
 error, so the strict build still fails on it.
 
 Usage: ``python _ext/prefill_cache.py [BOOK_ROOT]`` (default: this repository).
+``QKV_WARM_KERNELS=0`` starts ordinary kernels instead of forked ones.
 """
 
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import sys
 import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import yaml
@@ -30,6 +34,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from book_toc import is_notebook, pages  # noqa: E402
 from dependency_cache import DEFAULT_PATHS, cache_path  # noqa: E402
+from warm_kernels import WarmKernelManager, warm_context  # noqa: E402
 
 READER = {"name": "myst_nb_md", "type": "plugin"}
 
@@ -40,15 +45,50 @@ def dependency_paths(root: Path) -> list[str]:
     return list(sphinx_config.get("dependency_cache_paths", DEFAULT_PATHS))
 
 
+def execute(project_nb):
+    """Run one chapter in its folder, in a warm kernel; never raises."""
+    from jupyter_cache.executors.utils import ExecutionResult, single_nb_execution
+
+    cwd = str(Path(project_nb.uri).parent)
+    try:
+        result = single_nb_execution(
+            project_nb.nb,
+            cwd=cwd,
+            timeout=600,
+            allow_errors=False,
+            kernel_manager_class=WarmKernelManager,
+        )
+    except Exception as error:  # a kernel that died, say: Sphinx will retry
+        result = ExecutionResult(project_nb.nb, cwd, 0.0, error, traceback.format_exc())
+    return project_nb, result
+
+
+def store(cache, project_nb, result) -> int:
+    """Cache a chapter that ran, or record its traceback (as jupyter-cache's own
+    executors do); 0 when cached."""
+    from jupyter_cache.cache.db import NbProjectRecord
+    from jupyter_cache.executors.utils import create_cache_bundle
+
+    if result.err is not None:
+        print(f"prefill: {Path(project_nb.uri).stem} failed: {result.err!r}")
+        NbProjectRecord.set_traceback(project_nb.uri, result.exc_string, cache.db)
+        return 1
+    bundle = create_cache_bundle(project_nb, result.cwd, None, result.time, None)
+    cache.cache_notebook_bundle(bundle, check_validity=False, overwrite=True)
+    return 0
+
+
 def main(root: Path) -> int:
     os.environ["OMP_NUM_THREADS"] = "1"  # one torch thread per kernel
     os.environ.pop("MPLBACKEND", None)  # a headless backend would hide figures
     from jupyter_cache import get_cache
     from jupyter_cache.cache.db import NbProjectRecord
-    from jupyter_cache.executors.basic import ExecutionWorkerLocalMProc, ProcessData
 
     start = time.perf_counter()
-    cache = get_cache(cache_path(root, root / "_build", dependency_paths(root)))
+    folder = cache_path(root, root / "_build", dependency_paths(root))
+    if not Path(folder).exists():
+        warm_context()  # every chapter will run: import torch while they are read
+    cache = get_cache(folder)
     for page in pages(root):
         if is_notebook(root, page):
             cache.add_nb_to_project(str(root / f"{page}.md"), read_data=READER)
@@ -56,6 +96,7 @@ def main(root: Path) -> int:
     if not todo:
         print(f"prefill: all chapters cached ({time.perf_counter() - start:.1f} s)")
         return 0
+    warm_context()
     # Longest chapters first (times of the previous run), one chapter per task:
     # the two cores then finish at about the same time.
     runtimes_file = root / "_build" / ".jupyter_cache" / "runtimes.json"
@@ -64,9 +105,12 @@ def main(root: Path) -> int:
     names = ", ".join(Path(record.uri).stem for record in todo)
     print(f"prefill: executing {len(todo)} chapter(s) in parallel: {names}")
     NbProjectRecord.remove_tracebacks([r.pk for r in todo], cache.db)
-    jobs = [ProcessData(r.pk, r.uri, cache, 600, False) for r in todo]
-    with multiprocessing.Pool(min(os.cpu_count() or 1, len(jobs))) as pool:
-        outcomes = list(pool.imap_unordered(ExecutionWorkerLocalMProc(), jobs, 1))
+    # Threads only wait on their kernels; the cache database is used from here.
+    notebooks = [cache.get_project_notebook(record.pk) for record in todo]
+    outcomes = []
+    with ThreadPoolExecutor(min(os.cpu_count() or 1, len(notebooks))) as pool:
+        for project_nb, result in pool.map(execute, notebooks):
+            outcomes.append((store(cache, project_nb, result), project_nb.uri))
     failed = [uri for code, uri in outcomes if code != 0]
     for record in cache.list_cache_records():
         stem = Path(record.uri).stem

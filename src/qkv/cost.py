@@ -5,6 +5,8 @@ Explained in the chapter *cost-of-attention*. Shapes follow :mod:`qkv.attention`
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import json
 import resource
 import subprocess
@@ -108,8 +110,17 @@ def _max_rss_bytes() -> int:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+def _release_free_memory() -> None:
+    """Give memory freed by earlier calls back to the operating system (glibc's
+    ``malloc_trim``), so that a call cannot hide its needs by reusing it."""
+    try:
+        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass  # not glibc: the allocator keeps what it keeps
+
+
 def _measure_peaks(name: str, sizes: list[int], dim: int) -> dict[int, int]:
-    """Peak memory added by one call at each size, in this process (sizes rising)."""
+    """Peak memory added by one call at each size, in this process."""
     function = IMPLEMENTATIONS[name]
     with torch.no_grad():
         tiny = torch.randn(1, 1, 8, dim)
@@ -117,6 +128,7 @@ def _measure_peaks(name: str, sizes: list[int], dim: int) -> dict[int, int]:
         peaks = {}
         for n in sorted(sizes):
             q, k, v = (torch.randn(1, 1, n, dim) for _ in range(3))  # (B, H, n, E)
+            _release_free_memory()
             baseline = _status_bytes("VmRSS") if _reset_peak() else _max_rss_bytes()
             function(q, k, v)
             # The inputs were allocated before the baseline: only the call counts.
@@ -129,10 +141,11 @@ def peak_memory(name: str, sizes: list[int], dim: int = 64) -> dict[int, int]:
     """Extra peak memory (bytes) of one attention call, for each size n.
 
     Inputs have shape (1, 1, n, dim): batch and head dimensions, as in a model
-    (PyTorch picks its memory-saving fused kernel for such inputs). Each
-    implementation runs in a fresh Python process, sizes in increasing order,
-    and the peak is read from the operating system's high-water mark of the
-    process's memory: what the call really needed, whatever allocated it.
+    (PyTorch picks its memory-saving fused kernel for such inputs). The calls run
+    in a fresh Python process, sizes in increasing order; before each call the
+    memory freed by earlier ones goes back to the operating system, and the peak
+    is read from the operating system's high-water mark of the process's memory:
+    what the call really needed, whatever allocated it.
     """
     return peak_memories([name], sizes, dim)[name]
 
@@ -140,28 +153,19 @@ def peak_memory(name: str, sizes: list[int], dim: int = 64) -> dict[int, int]:
 def peak_memories(
     names: list[str], sizes: list[int], dim: int = 64
 ) -> dict[str, dict[int, int]]:
-    """:func:`peak_memory` for several implementations, in parallel processes."""
+    """:func:`peak_memory` for several implementations, one after another in one
+    fresh process (one import of torch)."""
     for name in names:
         if name not in IMPLEMENTATIONS:
             raise ValueError(
                 f"name must be one of {list(IMPLEMENTATIONS)}, got {name!r}"
             )
-    processes = {
-        name: subprocess.Popen(
-            [sys.executable, "-m", "qkv.cost", name, str(dim), *map(str, sizes)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for name in names
-    }
-    peaks = {}
-    for name, process in processes.items():
-        out, err = process.communicate()
-        if process.returncode:
-            raise RuntimeError(f"measuring {name!r} failed:\n{err}")
-        peaks[name] = {int(n): peak for n, peak in json.loads(out).items()}
-    return peaks
+    command = [sys.executable, "-m", "qkv.cost", json.dumps([names, sizes, dim])]
+    process = subprocess.run(command, capture_output=True, text=True)
+    if process.returncode:
+        raise RuntimeError(f"measuring {names!r} failed:\n{process.stderr}")
+    peaks = json.loads(process.stdout)
+    return {name: {int(n): peak for n, peak in peaks[name].items()} for name in names}
 
 
 class KVCache:
@@ -224,7 +228,7 @@ def decode(
     return torch.stack(outputs), seconds
 
 
-if __name__ == "__main__":  # python -m qkv.cost NAME DIM SIZE [SIZE ...]
+if __name__ == "__main__":  # python -m qkv.cost '[NAMES, SIZES, DIM]'
     torch.set_num_threads(1)
-    _name, _dim, *_sizes = sys.argv[1:]
-    print(json.dumps(_measure_peaks(_name, [int(s) for s in _sizes], int(_dim))))
+    _names, _sizes, _dim = json.loads(sys.argv[1])
+    print(json.dumps({name: _measure_peaks(name, _sizes, _dim) for name in _names}))

@@ -140,13 +140,14 @@ class Batch:
 def encode(examples: list[Example]) -> Batch:
     """Encode sentences into a left-padded :class:`Batch`."""
     width = max(len(e.words) for e in examples)
-    ids = torch.full((len(examples), width), TOKEN_ID[PAD], dtype=torch.long)
-    positions = torch.zeros(len(examples), width, dtype=torch.long)
-    for b, example in enumerate(examples):
-        n = len(example.words)
-        ids[b, width - n :] = torch.tensor([TOKEN_ID[w] for w in example.words])
-        positions[b, width - n :] = torch.arange(n)
-    keep = ids != TOKEN_ID[PAD]
+    pad, id_rows, position_rows = TOKEN_ID[PAD], [], []
+    for example in examples:
+        n_pads = width - len(example.words)
+        id_rows.append([pad] * n_pads + [TOKEN_ID[w] for w in example.words])
+        position_rows.append([0] * n_pads + list(range(len(example.words))))
+    ids = torch.tensor(id_rows, dtype=torch.long)  # (B, S)
+    positions = torch.tensor(position_rows, dtype=torch.long)  # (B, S)
+    keep = ids != pad
     labels = torch.tensor([e.label for e in examples])
     antecedent = torch.tensor([width - len(e.words) + e.antecedent for e in examples])
     return Batch(ids, positions, keep, labels, antecedent)

@@ -1,0 +1,173 @@
+"""Kernels that start with torch already imported: forked from a warm process.
+
+Problem: every chapter runs in a fresh Jupyter kernel, and a fresh kernel spends
+about 3.5 s of CPU before the chapter's first line does any work: Python and
+ipykernel start, then ``import torch`` (about 2 s), matplotlib, the model
+libraries. Thirteen chapters pay it thirteen times, on a 2-core laptop.
+
+Answer: one *warm* process (multiprocessing's ``forkserver``) imports those
+libraries once; each kernel is a ``fork()`` of it, so it starts with the modules
+already in memory. It is still a fresh process per chapter, in the chapter's
+folder, with the environment the kernel manager asked for, talking to the
+executor over the usual Jupyter protocol: only the imports are shared.
+
+Use ``WarmKernelManager`` as nbclient's ``kernel_manager_class``. A kernel spec
+that is not ``python -m ipykernel_launcher ...`` starts the ordinary way. Set
+``QKV_WARM_KERNELS=0`` to start every kernel the ordinary way.
+
+Two things a fork must not carry over, and how they are avoided:
+
+* matplotlib reads ``MPLBACKEND`` once, at import: the warm process imports it
+  with ipykernel's inline backend, as a kernel would.
+* torch sizes its thread pool from ``OMP_NUM_THREADS``: the warm process is
+  started with the caller's value (``prefill_cache.py`` sets 1) and imports
+  torch without running any operation, so no pool exists yet.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+from multiprocessing import forkserver
+from typing import Any
+
+from jupyter_client.manager import AsyncKernelManager
+
+INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
+
+# What a chapter's kernel imports before its first cell does any work. Not
+# matplotlib.pyplot nor the inline backend: importing them outside a kernel
+# skips IPython's figure display hooks (figures would vanish from the book).
+# Not transformers either: 4 s of imports for one chapter, while every kernel
+# waits for this list to be imported.
+PRELOAD = [
+    "ipykernel.kernelapp",
+    "IPython",
+    "numpy",
+    "torch",
+    "matplotlib",
+    "matplotlib.figure",
+    "matplotlib.backends.backend_agg",
+    "qkv",
+]
+
+_context_lock = threading.Lock()
+_context: multiprocessing.context.ForkServerContext | None = None
+
+
+def enabled() -> bool:
+    return os.environ.get("QKV_WARM_KERNELS", "1") != "0"
+
+
+def warm_context() -> multiprocessing.context.ForkServerContext:
+    """The forkserver, started once per process with ``PRELOAD`` imported."""
+    global _context
+    with _context_lock:
+        if _context is None:
+            context = multiprocessing.get_context("forkserver")
+            context.set_forkserver_preload([*PRELOAD, __name__])
+            saved = os.environ.get("MPLBACKEND")
+            os.environ["MPLBACKEND"] = INLINE_BACKEND
+            try:
+                # The server starts now, with this environment, and imports PRELOAD.
+                forkserver.ensure_running()
+            finally:
+                if saved is None:
+                    del os.environ["MPLBACKEND"]
+                else:
+                    os.environ["MPLBACKEND"] = saved
+            _context = context
+        return _context
+
+
+def _run_kernel(argv: list[str], cwd: str | None, env: dict[str, str]) -> None:
+    """The body of a forked kernel: what ``python -m ipykernel_launcher`` does."""
+    os.setsid()  # its own process group, as jupyter_client gives a kernel
+    os.environ.clear()
+    os.environ.update(env)
+    os.environ.pop("JPY_PARENT_PID", None)  # the parent is the forkserver
+    if cwd:
+        os.chdir(cwd)
+    sys.argv = ["ipykernel_launcher", *argv]
+    if sys.path and sys.path[0] == "":
+        del sys.path[0]
+    _reseed()
+    from ipykernel import kernelapp
+
+    # Exit with the forkserver (it exits with the executor), like a kernel
+    # whose parent died.
+    kernelapp.launch_new_instance(
+        argv=[*argv, f"--IPKernelApp.parent_handle={os.getppid()}"]
+    )
+
+
+def _reseed() -> None:
+    """Fresh random states, as a new process has (Python's ``random`` reseeds
+    itself after a fork; torch and NumPy would repeat the server's state)."""
+    import numpy as np
+    import torch
+
+    torch.seed()
+    np.random.seed()
+
+
+class _ForkedProcess:
+    """The part of ``subprocess.Popen`` that jupyter_client's provisioner uses."""
+
+    stdin = stdout = stderr = None
+
+    def __init__(self, process: multiprocessing.process.BaseProcess):
+        self._process = process
+        self.pid = process.pid
+
+    def poll(self) -> int | None:
+        return None if self._process.is_alive() else self._process.exitcode
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        self._process.join(timeout)
+        return self._process.exitcode
+
+    def send_signal(self, signum: int) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, signum)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+
+def ipykernel_arguments(kernel_cmd: list[str]) -> list[str] | None:
+    """The arguments after ``python -m ipykernel_launcher``, or None."""
+    for i in range(len(kernel_cmd) - 1):
+        if kernel_cmd[i : i + 2] == ["-m", "ipykernel_launcher"]:
+            return kernel_cmd[i + 2 :]
+    return None
+
+
+class WarmKernelManager(AsyncKernelManager):
+    """An ``AsyncKernelManager`` whose kernels are forked from the warm process."""
+
+    async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
+        argv = ipykernel_arguments(kernel_cmd)
+        if not enabled() or argv is None:
+            await super()._async_launch_kernel(kernel_cmd, **kw)
+            return
+        provisioner = self.provisioner
+        assert provisioner is not None
+        env = dict(kw.get("env") or os.environ)
+        cwd = kw.get("cwd")
+        process = warm_context().Process(
+            target=_run_kernel, args=(argv, str(cwd) if cwd else None, env)
+        )
+        process.start()
+        forked = _ForkedProcess(process)
+        provisioner.process = forked
+        provisioner.pid = forked.pid
+        provisioner.pgid = forked.pid  # _run_kernel calls setsid()
+        provisioner.cwd = cwd
+        self._reconcile_connection_info(provisioner.connection_info)

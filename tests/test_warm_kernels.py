@@ -1,0 +1,104 @@
+"""Kernels forked from the warm process (_ext/warm_kernels.py) behave as fresh ones.
+
+Each check runs the same small notebook in an ordinary kernel and in a forked
+one: figures must still be displayed, the kernel must run in the folder and
+environment the executor gave it, start from its own random state, and be gone
+once the notebook is done.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import nbclient
+import nbformat
+import pytest
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "_ext"))
+from warm_kernels import WarmKernelManager, ipykernel_arguments  # noqa: E402
+
+PROBE = """\
+import json, os, random
+import numpy as np
+import torch
+import matplotlib.pyplot as plt
+fig, ax = plt.subplots()
+ax.plot([0, 1], [1, 0])
+plt.show()
+print(json.dumps({
+    "cwd": os.getcwd(),
+    "pid": os.getpid(),
+    "marker": os.environ.get("QKV_TEST_MARKER"),
+    "threads": torch.get_num_threads(),
+    "torch": torch.rand(1).item(),
+    "numpy": float(np.random.rand()),
+    "random": random.random(),
+}))
+"""
+
+
+def run_probe(folder, kernel_manager_class=None) -> tuple[dict, list[str]]:
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    notebook.cells = [nbformat.v4.new_code_cell(PROBE)]
+    options = (
+        {}
+        if kernel_manager_class is None
+        else {"kernel_manager_class": kernel_manager_class}
+    )
+    client = nbclient.NotebookClient(
+        notebook, timeout=120, resources={"metadata": {"path": str(folder)}}, **options
+    )
+    client.execute()
+    outputs = notebook.cells[0].outputs
+    mime_types = [kind for out in outputs for kind in out.get("data", {})]
+    text = "".join(
+        out.get("text", "") for out in outputs if out.output_type == "stream"
+    )
+    return json.loads(text.strip().splitlines()[-1]), mime_types
+
+
+@pytest.fixture
+def probe_env(monkeypatch):
+    monkeypatch.setenv("QKV_TEST_MARKER", "seen")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.delenv("MPLBACKEND", raising=False)
+    monkeypatch.delenv("QKV_WARM_KERNELS", raising=False)
+
+
+def test_forked_kernels_act_as_fresh_kernels(tmp_path, probe_env):
+    cold, cold_types = run_probe(tmp_path)
+    first, first_types = run_probe(tmp_path, WarmKernelManager)
+    second, _ = run_probe(tmp_path, WarmKernelManager)
+    assert "image/png" in cold_types
+    assert first_types == cold_types, "a forked kernel must display figures"
+    for state in (cold, first, second):
+        assert state["cwd"] == str(tmp_path)
+        assert state["marker"] == "seen"
+        assert state["threads"] == 1
+    assert first["pid"] != second["pid"]
+    for generator in ("torch", "numpy", "random"):
+        assert first[generator] != second[generator], f"{generator} state was shared"
+    for state in (first, second):
+        with pytest.raises(ProcessLookupError):
+            os.kill(state["pid"], 0)  # the kernel exited with its notebook
+
+
+def test_switched_off_kernels_start_the_ordinary_way(tmp_path, probe_env, monkeypatch):
+    monkeypatch.setenv("QKV_WARM_KERNELS", "0")
+    state, mime_types = run_probe(tmp_path, WarmKernelManager)
+    assert "image/png" in mime_types
+    assert state["cwd"] == str(tmp_path)
+
+
+def test_only_ipykernel_commands_are_forked():
+    command = [sys.executable, "-m", "ipykernel_launcher", "-f", "c.json"]
+    assert ipykernel_arguments(command) == ["-f", "c.json"]
+    assert ipykernel_arguments(["R", "--slave", "-f", "c.json"]) is None
