@@ -48,6 +48,10 @@ PRELOAD = [
     "IPython",
     "numpy",
     "torch",
+    # torch imports these lazily, on the first torch.broadcast_shapes (every
+    # call of qkv's attention) and the first optimizer step: 1.4 s per kernel.
+    "torch.fx.experimental.symbolic_shapes",
+    "torch._dynamo",
     "matplotlib",
     "matplotlib.figure",
     "matplotlib.backends.backend_agg",
