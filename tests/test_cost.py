@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 
@@ -10,6 +12,7 @@ from qkv.cost import (
     IMPLEMENTATIONS,
     KVCache,
     attention_flops,
+    cache_bytes,
     decode,
     peak_memories,
     peak_memory,
@@ -61,3 +64,14 @@ def test_kv_cache_grows_one_position_per_append():
     for t in range(1, 4):
         keys, values = cache.append(torch.randn(2, 1, 8), torch.randn(2, 1, 8))
         assert keys.shape == values.shape == (2, t, 8)
+
+
+def test_cache_sizes_are_read_from_the_system():
+    sizes = [cache_bytes(level) for level in (1, 2, 3)]
+    known = [size for size in sizes if size is not None]
+    assert all(isinstance(size, int) and size >= 1024 for size in known)
+    assert known == sorted(known), sizes  # each level is larger than the one before
+    if os.path.isdir("/sys/devices/system/cpu/cpu0/cache"):
+        assert sizes[0] is not None
+    with pytest.raises(ValueError, match="level"):
+        cache_bytes(4)

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 from torch import Tensor
@@ -30,6 +31,7 @@ __all__ = [
     "KVCache",
     "attention_flops",
     "best_time",
+    "cache_bytes",
     "decode",
     "peak_memories",
     "peak_memory",
@@ -50,6 +52,28 @@ def attention_flops(n: int, d: int) -> int:
 def score_bytes(n: int, bytes_per_number: int = 4) -> int:
     """Memory of one (n, n) matrix of scores (float32 by default)."""
     return n * n * bytes_per_number
+
+
+def cache_bytes(level: int) -> int | None:
+    """Size in bytes of this machine's data cache at ``level`` (1, 2, 3), as one
+    core sees it; None where Linux's /sys does not say."""
+    if level not in (1, 2, 3):
+        raise ValueError(f"level must be 1, 2 or 3, got {level!r}")
+    units = {"K": 2**10, "M": 2**20, "G": 2**30}
+    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        try:
+            kind = (index / "type").read_text().strip()
+            found = int((index / "level").read_text())
+            size = (index / "size").read_text().strip()
+        except (OSError, ValueError):
+            continue
+        if found == level and kind in ("Data", "Unified") and size:
+            number, unit = size[:-1], size[-1]
+            if unit in units and number.isdigit():
+                return int(number) * units[unit]
+            if size.isdigit():
+                return int(size)
+    return None
 
 
 def best_time(function: Callable[[], object], repeats: int = 3) -> float:
