@@ -6,11 +6,13 @@ the browser ask for ``/favicon.ico``, which does not exist: a 404 in the console
 of every visitor who opens the site at its root. This extension writes
 ``index.html`` first (sphinx-external-toc leaves an existing file alone): a
 small HTML page with a title, the book's icon, the same redirect, and a link
-for readers whose browser does not follow it.
+for readers whose browser does not follow it. The icon is inlined as a data URI:
+a request for it would race the redirect and be cut off by it.
 """
 
 from __future__ import annotations
 
+import base64
 import html
 import os
 
@@ -31,13 +33,27 @@ PAGE = """<!DOCTYPE html>
 """
 
 
+MIME_TYPES = {".svg": "image/svg+xml", ".png": "image/png", ".ico": "image/x-icon"}
+
+
+def inline_icon(app: Sphinx) -> str:
+    """The book's favicon as a data URI (``data:,``, an empty icon, if none)."""
+    icon = app.config.html_favicon
+    path = os.path.join(app.confdir, icon) if icon else ""
+    mime_type = MIME_TYPES.get(os.path.splitext(path)[1].lower())
+    if not mime_type or not os.path.isfile(path):
+        return "data:,"
+    with open(path, "rb") as file:
+        data = base64.b64encode(file.read()).decode("ascii")
+    return f"data:{mime_type};base64,{data}"
+
+
 def write_index(app: Sphinx, exception: Exception | None) -> None:
     if exception is not None or app.builder.format != "html":
         return
     if app.config.root_doc == "index":
         return
-    icon = app.config.html_favicon
-    icon_href = f"_static/{os.path.basename(icon)}" if icon else "data:,"
+    icon_href = inline_icon(app)
     page = PAGE.format(
         language=html.escape(app.config.language or "en"),
         title=html.escape(app.config.html_title or app.config.project),

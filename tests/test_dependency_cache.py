@@ -7,6 +7,7 @@ one-page book whose page prints a file of its "package", and edit that file.
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -115,3 +116,73 @@ def test_editing_the_package_reexecutes_and_prose_does_not(tmp_path):
     executed, html = rebuild(tmp_path, "third", "Other prose.")
     assert executed and "value: third" in html
     assert len(caches(tmp_path)) == 2, f"stale caches left behind: {caches(tmp_path)}"
+
+
+COMPUTING_PAGE = """\
+---
+jupytext:
+  text_representation:
+    format_name: myst
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+
+# Computing
+
+```{{code-cell}} ipython3
+from myst_nb import glue
+glue("answer", {value}, display=False)
+```
+
+The answer is {{glue:text}}`answer`.
+"""
+
+PASTING_PAGE = """\
+---
+jupytext:
+  text_representation:
+    format_name: myst
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+
+# Pasting
+
+The other page found {glue:text}`computing.md::answer:d`.
+"""
+
+
+@pytest.mark.slow
+def test_a_page_pasting_glued_values_follows_the_page_that_computes_them(tmp_path):
+    config = CONFIG.replace(
+        "    dependency_cache: ",
+        f"    glue_dependencies: {ROOT / '_ext'}\n    dependency_cache: ",
+    )
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "_config.yml").write_text(config)
+    (tmp_path / "_toc.yml").write_text(
+        "format: jb-book\nroot: computing\nchapters:\n- file: pasting\n"
+    )
+    (tmp_path / "pasting.md").write_text(PASTING_PAGE)
+    pasting = tmp_path / "_build" / "html" / "pasting.html"
+    for value in (41, 42):
+        (tmp_path / "computing.md").write_text(COMPUTING_PAGE.format(value=value))
+        build = build_book(tmp_path)
+        assert build.returncode == 0, build.output[-3000:]
+        text = re.sub(r"<[^>]+>", "", pasting.read_text(encoding="utf-8"))
+        assert f"The other page found {value}." in text
+
+
+def test_pasted_documents_are_found_relative_to_the_page():
+    sys.path.insert(0, str(ROOT / "_ext"))
+    from glue_dependencies import pasted_docnames
+
+    text = (
+        "{glue:text}`cost.md::slope:.2f` and {glue:md}`../intro.md::x`\n"
+        "```{glue:figure} sub/a.ipynb::fig\n```"
+    )
+    assert pasted_docnames("book/faq", text) == {"book/cost", "intro", "book/sub/a"}
