@@ -119,7 +119,9 @@ def main(root: Path) -> int:
     runtimes_file.write_text(json.dumps(runtimes, indent=1, sort_keys=True))
     print(
         f"prefill: {len(outcomes) - len(failed)} executed, {len(failed)} failed "
-        f"({time.perf_counter() - start:.1f} s)"
+        f"({time.perf_counter() - start:.1f} s; kernels: "
+        f"{WarmKernelManager.launches['forked']} forked from the warm process, "
+        f"{WarmKernelManager.launches['ordinary']} ordinary)"
         + (
             f"; Sphinx will report: {', '.join(Path(f).stem for f in failed)}"
             if failed

@@ -146,20 +146,27 @@ class _ForkedProcess:
 
 
 def ipykernel_arguments(kernel_cmd: list[str]) -> list[str] | None:
-    """The arguments after ``python -m ipykernel_launcher``, or None."""
-    for i in range(len(kernel_cmd) - 1):
-        if kernel_cmd[i : i + 2] == ["-m", "ipykernel_launcher"]:
-            return kernel_cmd[i + 2 :]
-    return None
+    """The arguments of ``python -m ipykernel_launcher ...`` when ``python`` is
+    this very interpreter (the one the warm process runs); else None."""
+    if kernel_cmd[1:3] != ["-m", "ipykernel_launcher"]:
+        return None
+    if os.path.abspath(kernel_cmd[0]) != os.path.abspath(sys.executable):
+        return None  # another Python: its kernel starts the ordinary way
+    return kernel_cmd[3:]
 
 
 class WarmKernelManager(AsyncKernelManager):
     """An ``AsyncKernelManager`` whose kernels are forked from the warm process."""
 
+    #: How many kernels were forked, and how many started the ordinary way.
+    launches = {"forked": 0, "ordinary": 0}
+
     async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
         argv = ipykernel_arguments(kernel_cmd)
         if not enabled() or argv is None:
             await super()._async_launch_kernel(kernel_cmd, **kw)
+            with _context_lock:
+                self.launches["ordinary"] += 1
             return
         provisioner = self.provisioner
         assert provisioner is not None
@@ -169,6 +176,8 @@ class WarmKernelManager(AsyncKernelManager):
             target=_run_kernel, args=(argv, str(cwd) if cwd else None, env)
         )
         process.start()
+        with _context_lock:
+            self.launches["forked"] += 1
         forked = _ForkedProcess(process)
         provisioner.process = forked
         provisioner.pid = forked.pid

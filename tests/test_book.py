@@ -19,6 +19,18 @@ def test_book_builds_strictly(built_book):
     assert "build succeeded" in built_book.output, tail
 
 
+def test_chapters_ran_in_kernels_forked_from_the_warm_process(built_book):
+    if "prefill: all chapters cached" in built_book.output:
+        pytest.skip("every chapter came from the execution cache: nothing ran")
+    launches = re.search(
+        r"kernels: (\d+) forked from the warm process, (\d+) ordinary",
+        built_book.output,
+    )
+    assert launches, built_book.output[-3000:]
+    forked, ordinary = map(int, launches.groups())
+    assert forked > 0 and ordinary == 0, (forked, ordinary)
+
+
 def test_every_listed_page_is_built(built_book):
     for page in toc_files():
         assert (HTML / f"{page}.html").is_file(), f"{page} is in _toc.yml but not built"

@@ -31,6 +31,7 @@ plt.show()
 print(json.dumps({
     "cwd": os.getcwd(),
     "pid": os.getpid(),
+    "parent": os.getppid(),
     "marker": os.environ.get("QKV_TEST_MARKER"),
     "threads": torch.get_num_threads(),
     "torch": torch.rand(1).item(),
@@ -83,6 +84,8 @@ def test_forked_kernels_act_as_fresh_kernels(tmp_path, probe_env):
         assert state["cwd"] == str(tmp_path)
         assert state["marker"] == "seen"
         assert state["threads"] == 1
+    assert cold["parent"] == os.getpid(), "an ordinary kernel is our child"
+    assert first["parent"] == second["parent"] != os.getpid(), "not forked"
     assert first["pid"] != second["pid"]
     for generator in ("torch", "numpy", "random"):
         assert first[generator] != second[generator], f"{generator} state was shared"
@@ -94,11 +97,14 @@ def test_forked_kernels_act_as_fresh_kernels(tmp_path, probe_env):
 def test_switched_off_kernels_start_the_ordinary_way(tmp_path, probe_env, monkeypatch):
     monkeypatch.setenv("QKV_WARM_KERNELS", "0")
     state, mime_types = run_probe(tmp_path, WarmKernelManager)
+    assert state["parent"] == os.getpid()
     assert "image/png" in mime_types
     assert state["cwd"] == str(tmp_path)
 
 
-def test_only_ipykernel_commands_are_forked():
+def test_only_ipykernel_commands_of_this_python_are_forked():
     command = [sys.executable, "-m", "ipykernel_launcher", "-f", "c.json"]
     assert ipykernel_arguments(command) == ["-f", "c.json"]
     assert ipykernel_arguments(["R", "--slave", "-f", "c.json"]) is None
+    other_python = ["/opt/other/bin/python", *command[1:]]
+    assert ipykernel_arguments(other_python) is None
