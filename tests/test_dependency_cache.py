@@ -17,7 +17,8 @@ from conftest import ROOT, build_book
 sys.path.insert(0, str(ROOT / "_ext"))
 from dependency_cache import dependency_hash  # noqa: E402
 
-PAGE = """\
+# The front matter that makes a MyST file a notebook (no braces: format-safe).
+HEADER = """\
 ---
 jupytext:
   text_representation:
@@ -27,7 +28,11 @@ kernelspec:
   language: python
   name: python3
 ---
+"""
 
+PAGE = (
+    HEADER
+    + """
 # Page
 
 {prose}
@@ -37,6 +42,7 @@ from pathlib import Path
 print("value:", Path("pkg/value.txt").read_text().strip())
 ```
 """
+)
 
 CONFIG = f"""\
 title: cache test
@@ -118,17 +124,9 @@ def test_editing_the_package_reexecutes_and_prose_does_not(tmp_path):
     assert len(caches(tmp_path)) == 2, f"stale caches left behind: {caches(tmp_path)}"
 
 
-COMPUTING_PAGE = """\
----
-jupytext:
-  text_representation:
-    format_name: myst
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-
+COMPUTING_PAGE = (
+    HEADER
+    + """
 # Computing
 
 ```{{code-cell}} ipython3
@@ -138,22 +136,16 @@ glue("answer", {value}, display=False)
 
 The answer is {{glue:text}}`answer`.
 """
+)
 
-PASTING_PAGE = """\
----
-jupytext:
-  text_representation:
-    format_name: myst
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-
+PASTING_PAGE = (
+    HEADER
+    + """
 # Pasting
 
 The other page found {glue:text}`computing.md::answer:d`.
 """
+)
 
 
 @pytest.mark.slow
