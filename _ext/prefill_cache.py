@@ -32,6 +32,7 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import warm_kernels  # noqa: E402
 from book_toc import is_notebook, pages  # noqa: E402
 from dependency_cache import DEFAULT_PATHS, cache_path  # noqa: E402
 from warm_kernels import WarmKernelManager, warm_context  # noqa: E402
@@ -86,7 +87,7 @@ def main(root: Path) -> int:
 
     start = time.perf_counter()
     folder = cache_path(root, root / "_build", dependency_paths(root))
-    if not Path(folder).exists():
+    if not Path(folder).exists() and warm_kernels.enabled():
         warm_context()  # every chapter will run: import torch while they are read
     cache = get_cache(folder)
     for page in pages(root):
@@ -96,7 +97,8 @@ def main(root: Path) -> int:
     if not todo:
         print(f"prefill: all chapters cached ({time.perf_counter() - start:.1f} s)")
         return 0
-    warm_context()
+    if warm_kernels.enabled():
+        warm_context()
     # Longest chapters first (times of the previous run), one chapter per task:
     # the two cores then finish at about the same time.
     runtimes_file = root / "_build" / ".jupyter_cache" / "runtimes.json"

@@ -12,8 +12,9 @@ folder, with the environment the kernel manager asked for, talking to the
 executor over the usual Jupyter protocol: only the imports are shared.
 
 Use ``WarmKernelManager`` as nbclient's ``kernel_manager_class``. A kernel spec
-that is not ``python -m ipykernel_launcher ...`` starts the ordinary way. Set
-``QKV_WARM_KERNELS=0`` to start every kernel the ordinary way.
+that is not ``python -m ipykernel_launcher ...`` with this very Python starts the
+ordinary way. By default kernels are forked on Linux only; ``QKV_WARM_KERNELS=0``
+starts every kernel the ordinary way, ``QKV_WARM_KERNELS=1`` forks them anywhere.
 
 Two things a fork must not carry over, and how they are avoided:
 
@@ -63,7 +64,12 @@ _context: multiprocessing.context.ForkServerContext | None = None
 
 
 def enabled() -> bool:
-    return os.environ.get("QKV_WARM_KERNELS", "1") != "0"
+    """``QKV_WARM_KERNELS=1`` or ``0`` decides; by default, on Linux only (on
+    macOS, a fork after loading system frameworks can crash the child)."""
+    setting = os.environ.get("QKV_WARM_KERNELS")
+    if setting is not None:
+        return setting != "0"
+    return sys.platform.startswith("linux")
 
 
 def warm_context() -> multiprocessing.context.ForkServerContext:

@@ -18,7 +18,7 @@ import pytest
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "_ext"))
-from warm_kernels import WarmKernelManager, ipykernel_arguments  # noqa: E402
+from warm_kernels import WarmKernelManager, enabled, ipykernel_arguments  # noqa: E402
 
 PROBE = """\
 import json, os, random
@@ -108,3 +108,12 @@ def test_only_ipykernel_commands_of_this_python_are_forked():
     assert ipykernel_arguments(["R", "--slave", "-f", "c.json"]) is None
     other_python = ["/opt/other/bin/python", *command[1:]]
     assert ipykernel_arguments(other_python) is None
+
+
+def test_forking_is_on_by_default_on_linux_only(monkeypatch):
+    monkeypatch.delenv("QKV_WARM_KERNELS", raising=False)
+    assert enabled() == sys.platform.startswith("linux")
+    monkeypatch.setenv("QKV_WARM_KERNELS", "1")
+    assert enabled()
+    monkeypatch.setenv("QKV_WARM_KERNELS", "0")
+    assert not enabled()
