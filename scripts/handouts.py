@@ -1,10 +1,10 @@
 """Print every chapter of the built site to its own PDF handout: `make pdf`.
 
-Uses the same headless Chromium as the browser tests (Debian's /usr/bin/chromium
-through playwright; never a downloaded browser). Each page is served from
-127.0.0.1, its math is typeset by the site's own MathJax, and it is printed with
-the print style sheet: the navigation disappears and every interactive head view
-is replaced by its static figure.
+Uses the same local server and headless Chromium as the browser tests
+(``scripts/local_site.py``). Each page is served from 127.0.0.1, its math is
+typeset by the site's own MathJax, and it is printed with the print style sheet:
+the navigation disappears and every interactive head view is replaced by its
+static figure.
 
 Usage: python scripts/handouts.py [PAGE ...]   (default: every page of _toc.yml)
 Writes _build/pdf/<label>.pdf.
@@ -12,32 +12,16 @@ Writes _build/pdf/<label>.pdf.
 
 from __future__ import annotations
 
-import functools
-import http.server
-import os
 import sys
-import threading
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "_ext"))
 from book_toc import pages  # noqa: E402
+from local_site import launch, serve, wait_for_math  # noqa: E402
 
 HTML = ROOT / "_build" / "html"
 OUT = ROOT / "_build" / "pdf"
-CHROMIUM = os.environ.get("QKV_CHROMIUM", "/usr/bin/chromium")
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-]
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):  # noqa: A002
-        pass
 
 
 def print_pages(pages: list[str]) -> list[Path]:
@@ -46,52 +30,39 @@ def print_pages(pages: list[str]) -> list[Path]:
     if not (HTML / "index.html").exists():
         sys.exit("no built site in _build/html: run `make book` first")
     OUT.mkdir(parents=True, exist_ok=True)
-    handler = functools.partial(_Quiet, directory=str(HTML))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{server.server_address[1]}"
     written = []
-    try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(
-                executable_path=CHROMIUM, headless=True, args=ARGS
+    with serve(HTML) as base, sync_playwright() as playwright:
+        browser = launch(playwright)
+        page = browser.new_page()
+        for name in pages:
+            page.goto(f"{base}/{name}.html", wait_until="load")
+            wait_for_math(page)
+            problems = page.evaluate(
+                """() => ({
+                    untypeset: document.querySelectorAll(
+                        '.math:not(:has(mjx-container))').length,
+                    errors: document.querySelectorAll('mjx-merror').length,
+                    brokenImages: [...document.images].filter(
+                        (img) => !img.complete || img.naturalWidth === 0).length,
+                })"""
             )
-            page = browser.new_page()
-            for name in pages:
-                page.goto(f"{base}/{name}.html", wait_until="load")
-                page.evaluate(
-                    "() => window.MathJax && window.MathJax.startup"
-                    " ? window.MathJax.startup.promise : null"
-                )
-                page.wait_for_load_state("networkidle")
-                problems = page.evaluate(
-                    """() => ({
-                        untypeset: document.querySelectorAll(
-                            '.math:not(:has(mjx-container))').length,
-                        errors: document.querySelectorAll('mjx-merror').length,
-                        brokenImages: [...document.images].filter(
-                            (img) => !img.complete || img.naturalWidth === 0).length,
-                    })"""
-                )
-                if any(problems.values()):
-                    raise RuntimeError(f"{name}: not ready to print: {problems}")
-                target = OUT / f"{Path(name).name}.pdf"
-                page.pdf(
-                    path=str(target),
-                    format="A4",
-                    print_background=True,
-                    margin={
-                        "top": "15mm",
-                        "bottom": "15mm",
-                        "left": "12mm",
-                        "right": "12mm",
-                    },
-                )
-                written.append(target)
-                print(f"pdf: {target.relative_to(ROOT)}")
-            browser.close()
-    finally:
-        server.shutdown()
+            if any(problems.values()):
+                raise RuntimeError(f"{name}: not ready to print: {problems}")
+            target = OUT / f"{Path(name).name}.pdf"
+            page.pdf(
+                path=str(target),
+                format="A4",
+                print_background=True,
+                margin={
+                    "top": "15mm",
+                    "bottom": "15mm",
+                    "left": "12mm",
+                    "right": "12mm",
+                },
+            )
+            written.append(target)
+            print(f"pdf: {target.relative_to(ROOT)}")
+        browser.close()
     return written
 
 

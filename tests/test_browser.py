@@ -7,29 +7,19 @@ a missing browser is a failure.
 
 from __future__ import annotations
 
-import functools
-import http.server
 import os
 import shutil
-import threading
+import sys
 from collections.abc import Iterator
 from urllib.parse import urlparse
 
 import pytest
-from conftest import HTML, toc_files
+from conftest import HTML, ROOT, toc_files
+
+sys.path.insert(0, str(ROOT / "scripts"))
+from local_site import CHROMIUM, launch, serve, wait_for_math  # noqa: E402
 
 pytestmark = [pytest.mark.book, pytest.mark.browser]
-
-CHROMIUM = os.environ.get("QKV_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-quic",
-    "--no-first-run",
-]
 
 
 def _require_chromium() -> None:
@@ -41,22 +31,12 @@ def _require_chromium() -> None:
     pytest.skip(reason)
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):  # noqa: A002 - signature of the base class
-        pass
-
-
 @pytest.fixture(scope="module")
 def site(built_book) -> Iterator[str]:
     """The built site served on 127.0.0.1 (a free port), as a base URL."""
     assert built_book.returncode == 0, built_book.output[-3000:]
-    handler = functools.partial(_QuietHandler, directory=str(HTML))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serve(HTML) as base:
+        yield base
 
 
 @pytest.fixture(scope="module")
@@ -65,9 +45,7 @@ def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
-        )
+        chromium = launch(playwright)
         yield chromium
         chromium.close()
 
@@ -94,19 +72,19 @@ def visit(browser, url: str):
     page.on("requestfailed", lambda request: errors.append(f"failed: {request.url}"))
     page.on("response", on_response)
     page.goto(url, wait_until="load")
-    # Wait for MathJax (if the page has it) to finish typesetting.
-    page.wait_for_function(
-        "() => !window.MathJax || (window.MathJax.startup &&"
-        " window.MathJax.startup.promise &&"
-        " window.MathJax.startup.promise.then(() => true))",
-        timeout=30_000,
-    )
-    page.evaluate(
-        "() => window.MathJax && window.MathJax.startup"
-        " ? window.MathJax.startup.promise : null"
-    )
-    page.wait_for_load_state("networkidle")
+    wait_for_math(page)
     return context, page, requests, errors
+
+
+def outside_requests(requests: list[str], site: str) -> list[str]:
+    """The requests that left the local site (data: and blob: URLs stay inside)."""
+    host = urlparse(site).netloc
+    return [
+        url
+        for url in requests
+        if urlparse(url).netloc not in ("", host)
+        and not url.startswith(("data:", "blob:"))
+    ]
 
 
 def page_urls(site: str) -> list[str]:
@@ -116,13 +94,11 @@ def page_urls(site: str) -> list[str]:
 
 
 def test_every_page_is_offline_clean_and_typesets_math(site, browser):
-    host = urlparse(site).netloc
     math_pages = 0
     for url in page_urls(site):
         context, page, requests, errors = visit(browser, url)
         try:
-            outside = [r for r in requests if urlparse(r).netloc not in ("", host)]
-            outside = [r for r in outside if not r.startswith(("data:", "blob:"))]
+            outside = outside_requests(requests, site)
             assert not outside, f"{url} requested {outside}"
             assert not errors, f"{url} logged errors: {errors}"
             if page.locator(".math").count():
@@ -178,9 +154,7 @@ def test_head_view_reacts_to_focus_and_hover_over_http(site, browser):
     context, page, requests, errors = visit(browser, f"{site}/{VIEW_PAGE}")
     try:
         exercise_head_view(page)
-        host = urlparse(site).netloc
-        outside = [r for r in requests if urlparse(r).netloc not in ("", host)]
-        assert not [r for r in outside if not r.startswith(("data:", "blob:"))]
+        assert not outside_requests(requests, site)
         assert not errors, errors
     finally:
         context.close()
