@@ -40,14 +40,18 @@ from warm_kernels import WarmKernelManager, warm_context  # noqa: E402
 READER = {"name": "myst_nb_md", "type": "plugin"}
 
 
-def dependency_paths(root: Path) -> list[str]:
-    config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
+def book_config(root: Path) -> dict:
+    return yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
+
+
+def dependency_paths(config: dict) -> list[str]:
     sphinx_config = (config.get("sphinx") or {}).get("config") or {}
     return list(sphinx_config.get("dependency_cache_paths", DEFAULT_PATHS))
 
 
-def execute(project_nb):
-    """Run one chapter in its folder, in a warm kernel; never raises."""
+def execute(project_nb, execution: dict):
+    """Run one chapter in its folder, in a warm kernel, with the ``execute:``
+    settings of ``_config.yml`` (as Sphinx would); never raises."""
     from jupyter_cache.executors.utils import ExecutionResult, single_nb_execution
 
     cwd = str(Path(project_nb.uri).parent)
@@ -55,8 +59,8 @@ def execute(project_nb):
         result = single_nb_execution(
             project_nb.nb,
             cwd=cwd,
-            timeout=600,
-            allow_errors=False,
+            timeout=execution.get("timeout", 30),
+            allow_errors=execution.get("allow_errors", False),
             kernel_manager_class=WarmKernelManager,
         )
     except Exception as error:  # a kernel that died, say: Sphinx will retry
@@ -86,7 +90,8 @@ def main(root: Path) -> int:
     from jupyter_cache.cache.db import NbProjectRecord
 
     start = time.perf_counter()
-    folder = cache_path(root, root / "_build", dependency_paths(root))
+    config = book_config(root)
+    folder = cache_path(root, root / "_build", dependency_paths(config))
     if not Path(folder).exists() and warm_kernels.enabled():
         warm_context()  # every chapter will run: import torch while they are read
     cache = get_cache(folder)
@@ -111,7 +116,9 @@ def main(root: Path) -> int:
     notebooks = [cache.get_project_notebook(record.pk) for record in todo]
     outcomes = []
     with ThreadPoolExecutor(min(os.cpu_count() or 1, len(notebooks))) as pool:
-        for project_nb, result in pool.map(execute, notebooks):
+        execution = config.get("execute") or {}
+        runs = pool.map(lambda nb: execute(nb, execution), notebooks)
+        for project_nb, result in runs:
             outcomes.append((store(cache, project_nb, result), project_nb.uri))
     failed = [uri for code, uri in outcomes if code != 0]
     for record in cache.list_cache_records():

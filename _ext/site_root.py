@@ -53,21 +53,13 @@ def write_index(app: Sphinx, exception: Exception | None) -> None:
         return
     if app.config.root_doc == "index":
         return
-    icon_href = inline_icon(app)
     page = PAGE.format(
         language=html.escape(app.config.language or "en"),
         title=html.escape(app.config.html_title or app.config.project),
-        icon=html.escape(icon_href),
+        icon=html.escape(inline_icon(app)),
         target=html.escape(app.builder.get_target_uri(app.config.root_doc)),
     )
-    path = os.path.join(app.outdir, "index.html")
-    try:
-        with open(path, encoding="utf-8") as current:
-            if current.read() == page:
-                return
-    except FileNotFoundError:
-        pass
-    with open(path, "w", encoding="utf-8") as out:
+    with open(os.path.join(app.outdir, "index.html"), "w", encoding="utf-8") as out:
         out.write(page)
 
 

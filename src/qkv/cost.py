@@ -68,11 +68,9 @@ def cache_bytes(level: int) -> int | None:
         except (OSError, ValueError):
             continue
         if found == level and kind in ("Data", "Unified") and size:
-            number, unit = size[:-1], size[-1]
+            number, unit = size[:-1], size[-1]  # such as "2048K"
             if unit in units and number.isdigit():
                 return int(number) * units[unit]
-            if size.isdigit():
-                return int(size)
     return None
 
 
