@@ -24,7 +24,7 @@ $(INSTALLED): requirements.txt pyproject.toml
 
 # Everything the site is built from: if none of it changed since the last
 # successful build, `make book` has nothing to do.
-BOOK_INPUTS := $(shell find book src/qkv _ext img -type f -not -name '*.pyc' \
+BOOK_INPUTS := $(shell find book src _ext img -type f -not -name '*.pyc' \
 	2>/dev/null) _config.yml _toc.yml references.bib requirements.txt pyproject.toml
 BUILT := _build/html/.built
 # `make book EDITION=student`: the same book without solutions, in its own folder.
@@ -35,7 +35,7 @@ book: $(if $(filter student,$(EDITION)),$(STUDENT_BUILT),$(BUILT))
 
 $(STUDENT_BUILT): $(INSTALLED) $(BOOK_INPUTS)
 	@mkdir -p $(@D) && touch $@.start
-	$(BIN)/python _ext/prefill_cache.py
+	$(BIN)/python -P -m bookbuild.prefill
 	QKV_EDITION=student $(BIN)/jupyter-book build . -W -n --keep-going \
 		--path-output _build/student
 	@echo "student edition: _build/student/_build/html/index.html"
@@ -47,7 +47,7 @@ $(STUDENT_BUILT): $(INSTALLED) $(BOOK_INPUTS)
 # or right after it, is newer than the stamp and triggers the next build.
 $(BUILT): $(INSTALLED) $(BOOK_INPUTS)
 	@mkdir -p $(@D) && touch $@.start
-	$(BIN)/python _ext/prefill_cache.py
+	$(BIN)/python -P -m bookbuild.prefill
 	$(BIN)/jupyter-book build . -W -n --keep-going
 	@mv $@.start $@
 
@@ -62,15 +62,15 @@ serve: book
 
 # One PDF handout per chapter in _build/pdf, printed by headless Chromium.
 pdf: book
-	$(BIN)/python scripts/handouts.py
+	$(BIN)/python -m bookbuild.handouts
 
 # Build speed: cold, nothing changed, prose edited, src/qkv edited (minutes).
 bench: $(INSTALLED)
-	$(BIN)/python bench/build.py
+	$(BIN)/python -m bookbuild.bench
 
 # The targets of the tiny trained model (chapter "How attention learns").
 bench-toy: $(INSTALLED)
-	$(BIN)/python bench/toy.py
+	$(BIN)/python -m bookbuild.bench_toy
 
 clean:
 	rm -rf _build

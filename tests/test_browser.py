@@ -7,28 +7,21 @@ a missing browser is a failure.
 
 from __future__ import annotations
 
-import os
-import shutil
-import sys
 from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
-from conftest import HTML, ROOT, toc_files
 
-sys.path.insert(0, str(ROOT / "scripts"))
-from local_site import CHROMIUM, launch, serve, wait_for_math  # noqa: E402
+from bookbuild.browser import launch, serve, wait_for_math
+from bookbuild.testing import require_chromium
+from bookbuild.toc import pages
+
+ROOT = Path(__file__).resolve().parents[1]
+HTML = ROOT / "_build" / "html"
+
 
 pytestmark = [pytest.mark.book, pytest.mark.browser]
-
-
-def _require_chromium() -> None:
-    if shutil.which(CHROMIUM) or os.path.exists(CHROMIUM):
-        return
-    reason = f"Chromium not found at {CHROMIUM}: apt-get install -y chromium"
-    if os.environ.get("CI") == "true":
-        pytest.fail(reason)
-    pytest.skip(reason)
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +34,7 @@ def site(built_book) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def browser():
-    _require_chromium()
+    require_chromium()
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
@@ -88,9 +81,9 @@ def outside_requests(requests: list[str], site: str) -> list[str]:
 
 
 def page_urls(site: str) -> list[str]:
-    pages = [f"{site}/{page}.html" for page in toc_files()]
+    listed = [f"{site}/{page}.html" for page in pages(ROOT)]
     extra = [f"{site}/{name}.html" for name in ("index", "search", "genindex")]
-    return [*pages, *extra]
+    return [*listed, *extra]
 
 
 def test_every_page_is_offline_clean_and_typesets_math(site, browser):

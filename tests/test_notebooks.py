@@ -10,8 +10,12 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import HTML, ROOT, lessons
 from nbclient import NotebookClient
+
+from bookbuild.toc import lessons
+
+ROOT = Path(__file__).resolve().parents[1]
+HTML = ROOT / "_build" / "html"
 
 pytestmark = pytest.mark.book
 
@@ -42,6 +46,15 @@ def test_notebooks_are_valid_and_plain_markdown(built_book):
         assert any(c.get("attachments") for c in notebook.cells), f"{chapter}: figures"
         title = re.search(r"^# (.+)$", "\n".join(markdown), re.M)
         assert title, f"{chapter}: no title"
+
+
+def test_notebooks_hold_no_bookkeeping(built_book):
+    """No glue call and no myst_nb import: a notebook needs only qkv to run."""
+    for chapter in LESSONS:
+        notebook = nbformat.read(notebook_path(chapter), as_version=4)
+        code = "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
+        assert "myst_nb" not in code, chapter
+        assert not re.search(r"\bglue\w*\(", code), chapter
 
 
 def test_glued_numbers_are_filled_in(built_book):

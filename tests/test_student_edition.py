@@ -5,9 +5,17 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
-from conftest import BIN, HTML, ROOT, toc_files
+
+from bookbuild.toc import pages
+
+ROOT = Path(__file__).resolve().parents[1]
+HTML = ROOT / "_build" / "html"
+BIN = Path(sys.executable).parent
+
 
 pytestmark = [pytest.mark.book, pytest.mark.slow]
 
@@ -41,7 +49,7 @@ def student_site(built_book, tmp_path_factory):
 
 
 def test_student_edition_has_no_solution(student_site):
-    for page in toc_files():
+    for page in pages(ROOT):
         html = (student_site / f"{page}.html").read_text(encoding="utf-8")
         assert not re.search(r'class="[^"]*\bsolution\b', html), page
         assert "Solution to" not in html, page
@@ -52,7 +60,7 @@ def test_student_edition_has_no_solution(student_site):
 
 
 def test_student_edition_keeps_everything_else(student_site):
-    for page in toc_files():
+    for page in pages(ROOT):
         full = (HTML / f"{page}.html").read_text(encoding="utf-8")
         student = (student_site / f"{page}.html").read_text(encoding="utf-8")
         assert full.count('class="exercise') == student.count('class="exercise')

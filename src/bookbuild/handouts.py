@@ -1,13 +1,13 @@
 """Print every chapter of the built site to its own PDF handout: `make pdf`.
 
 Uses the same local server and headless Chromium as the browser tests
-(``scripts/local_site.py``). Each page is served from 127.0.0.1, its math is
+(:mod:`bookbuild.browser`). Each page is served from 127.0.0.1, its math is
 typeset by the site's own MathJax, and it is printed with the print style sheet:
 the navigation disappears and every interactive head view is replaced by its
 static figure.
 
-Usage: python scripts/handouts.py [PAGE ...]   (default: every page of _toc.yml)
-Writes _build/pdf/<label>.pdf.
+Usage, from the book's folder: ``python -m bookbuild.handouts [PAGE ...]``
+(default: every page of ``_toc.yml``). Writes ``_build/pdf/<label>.pdf``.
 """
 
 from __future__ import annotations
@@ -15,23 +15,21 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "_ext"))
-from book_toc import pages  # noqa: E402
-from local_site import launch, serve, wait_for_math  # noqa: E402
-
-HTML = ROOT / "_build" / "html"
-OUT = ROOT / "_build" / "pdf"
+from bookbuild.browser import launch, serve, wait_for_math
+from bookbuild.toc import pages
 
 
-def print_pages(pages: list[str]) -> list[Path]:
+def print_pages(pages: list[str], root: Path = Path(".")) -> list[Path]:
+    """Print each page (``book/masking``) of the site built in ``root``."""
     from playwright.sync_api import sync_playwright
 
-    if not (HTML / "index.html").exists():
-        sys.exit("no built site in _build/html: run `make book` first")
-    OUT.mkdir(parents=True, exist_ok=True)
+    html = Path(root) / "_build" / "html"
+    out = Path(root) / "_build" / "pdf"
+    if not (html / "index.html").exists():
+        sys.exit(f"no built site in {html}: run `make book` first")
+    out.mkdir(parents=True, exist_ok=True)
     written = []
-    with serve(HTML) as base, sync_playwright() as playwright:
+    with serve(html) as base, sync_playwright() as playwright:
         browser = launch(playwright)
         page = browser.new_page()
         for name in pages:
@@ -48,7 +46,7 @@ def print_pages(pages: list[str]) -> list[Path]:
             )
             if any(problems.values()):
                 raise RuntimeError(f"{name}: not ready to print: {problems}")
-            target = OUT / f"{Path(name).name}.pdf"
+            target = out / f"{Path(name).name}.pdf"
             page.pdf(
                 path=str(target),
                 format="A4",
@@ -61,10 +59,10 @@ def print_pages(pages: list[str]) -> list[Path]:
                 },
             )
             written.append(target)
-            print(f"pdf: {target.relative_to(ROOT)}")
+            print(f"pdf: {target}")
         browser.close()
     return written
 
 
 if __name__ == "__main__":
-    print_pages(sys.argv[1:] or pages(ROOT))
+    print_pages(sys.argv[1:] or pages(Path(".")))

@@ -3,7 +3,7 @@
 Trains twice with the same seed and prints held-out accuracy, the designated
 head's attention from the slot to the subject before and after training, the
 training time, and whether the two runs gave the same numbers. Exits 1 if a target
-is missed. Run with `make bench-toy`.
+is missed. Run with ``make bench-toy`` (``python -m bookbuild.bench_toy``).
 """
 
 from __future__ import annotations
