@@ -15,7 +15,7 @@ import pytest
 
 from bookbuild.browser import launch, serve, wait_for_math
 from bookbuild.testing import require_chromium
-from bookbuild.toc import pages
+from bookbuild.toc import lessons, pages
 
 ROOT = Path(__file__).resolve().parents[1]
 HTML = ROOT / "_build" / "html"
@@ -45,7 +45,7 @@ def browser():
 
 def visit(browser, url: str):
     """Load ``url`` in a fresh context; return the page, its requests and errors."""
-    context = browser.new_context()
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     requests: list[str] = []
     errors: list[str] = []
@@ -177,3 +177,37 @@ def test_head_view_prints_as_a_static_figure(site, browser):
         assert not view.locator(".qkv-hv-print").is_visible()
     finally:
         context.close()
+
+
+def test_figure_text_is_as_large_as_the_caption(site, browser):
+    """On a 1280-pixel window, no text in a figure is smaller than the caption."""
+    from bookbuild.figures import smallest_text_px
+
+    too_small = []
+    for chapter in lessons(ROOT):
+        context, page, _, _ = visit(browser, f"{site}/{chapter}.html")
+        try:
+            figures = page.evaluate(
+                """() => [...document.querySelectorAll('figure')].map(f => {
+                    const img = f.querySelector('img'), cap = f.querySelector(
+                        'figcaption');
+                    return img && cap && img.src.endsWith('.svg') ? {
+                        src: img.getAttribute('src'),
+                        width: img.getBoundingClientRect().width,
+                        caption: parseFloat(getComputedStyle(cap).fontSize),
+                        id: f.id} : null;
+                }).filter(Boolean)"""
+            )
+        finally:
+            context.close()
+        for figure in figures:
+            svg = (HTML / chapter).parent.joinpath(figure["src"]).resolve()
+            smallest = smallest_text_px(
+                svg.read_text(encoding="utf-8"), figure["width"]
+            )
+            if smallest is not None and smallest < figure["caption"] - 0.05:
+                too_small.append(
+                    f"{chapter} #{figure['id']}: {smallest:.1f} px < caption "
+                    f"{figure['caption']:.1f} px"
+                )
+    assert not too_small, "\n".join(too_small)

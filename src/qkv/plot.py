@@ -3,6 +3,13 @@
 Figures are meant to be projected: large type, an opaque white background (so
 they read on the dark theme too), SVG output, and ``viridis``, a perceptually
 uniform colormap that stays readable for colour-blind readers and in greyscale.
+
+Large type means: no text in a figure smaller than the page's caption text, at
+the width the page shows the figure (checked in the browser tests). The page shows
+a figure at its natural size up to about 7 inches wide and shrinks wider ones, so
+a figure up to :data:`MAX_WIDTH_IN` wide needs text of at least
+:data:`MIN_FONT_PT` points; a wider one needs ``MIN_FONT_PT * width / MAX_WIDTH_IN``
+(or stack its panels vertically).
 """
 
 from __future__ import annotations
@@ -18,6 +25,10 @@ from matplotlib.figure import Figure
 
 #: The colormap used for every attention weight in the book.
 WEIGHTS_CMAP = "viridis"
+#: The smallest text of a figure, in points, and the widest figure, in inches,
+#: that the page shows at its natural size (672 CSS pixels at 1280 pixels).
+MIN_FONT_PT = 12
+MAX_WIDTH_IN = 7.0
 
 _BOOK_RC = {
     "figure.facecolor": "white",
@@ -25,9 +36,12 @@ _BOOK_RC = {
     "savefig.facecolor": "white",
     "savefig.bbox": "tight",
     "figure.dpi": 110,
-    "font.size": 12,
-    "axes.titlesize": 13,
-    "axes.labelsize": 12,
+    "font.size": MIN_FONT_PT,
+    "axes.titlesize": MIN_FONT_PT + 1,
+    "axes.labelsize": MIN_FONT_PT,
+    "xtick.labelsize": MIN_FONT_PT,
+    "ytick.labelsize": MIN_FONT_PT,
+    "legend.fontsize": MIN_FONT_PT,
     "svg.fonttype": "path",
     "image.cmap": WEIGHTS_CMAP,
 }
@@ -103,7 +117,7 @@ def heatmap(
             f"for weights of shape {array.shape}"
         )
     if ax is None:
-        size = (1.2 + 0.75 * n_cols, 0.8 + 0.6 * n_rows)
+        size = (1.4 + 0.85 * n_cols, 1.0 + 0.65 * n_rows)
         fig, ax = plt.subplots(figsize=size, layout="constrained")
     else:
         fig = ax.figure
@@ -128,7 +142,7 @@ def heatmap(
                     ha="center",
                     va="center",
                     color=colour,
-                    fontsize=10,
+                    fontsize=MIN_FONT_PT,
                 )
     if colorbar:
         fig.colorbar(image, ax=ax, shrink=0.85)
