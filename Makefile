@@ -8,24 +8,51 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
-# Stamp of the last install: redone when the requirements or the package metadata change.
+UV := $(BIN)/uv --quiet
+# Stamp of the last install: redone when the lock or the package metadata change.
 INSTALLED := $(VENV)/.installed
 PORT ?= 8000
+
+# torch is installed first, alone, as the CPU build: on Linux from PyTorch's CPU
+# index (PyPI's Linux wheel is the CUDA build, several GB), elsewhere from PyPI
+# (its macOS and Windows wheels are CPU builds). A folder of wheels that pip is
+# configured to use (find-links) and that holds this torch is used instead, with
+# no index: machines that cannot reach PyTorch's index. For the CUDA build:
+#   make book TORCH="torch==2.13.0" TORCH_FROM="--index-url https://download.pytorch.org/whl/cu128"
+TORCH_VERSION := 2.13.0
+LINUX := $(filter Linux,$(shell uname -s))
+TORCH ?= torch==$(TORCH_VERSION)$(if $(LINUX),+cpu)
+LOCAL_WHEELS := $(firstword $(PIP_FIND_LINKS) \
+	$(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null))
+TORCH_FROM ?= $(strip \
+	$(if $(wildcard $(LOCAL_WHEELS)/$(subst ==,-,$(TORCH))-*.whl), \
+		--no-index --find-links $(LOCAL_WHEELS), \
+		$(if $(LINUX),--index-url https://download.pytorch.org/whl/cpu)))
 
 # Kernels inherit the environment: a headless MPLBACKEND would hide every figure.
 unexport MPLBACKEND
 
-.PHONY: book test serve clean bench bench-toy pdf
+.PHONY: book test serve clean bench bench-toy pdf lock
 
-$(INSTALLED): requirements.txt pyproject.toml
+# Every package at the version of requirements.lock (uv installs them in
+# seconds), torch as above, and the book's two packages (qkv, bookbuild) editable.
+$(INSTALLED): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check \
+		"uv==$$(sed -n 's/^uv==//p' requirements.lock)"
+	$(UV) pip install --python $(BIN)/python --no-deps "$(TORCH)" $(TORCH_FROM)
+	$(UV) pip install --python $(BIN)/python --no-deps -r requirements.lock
+	$(UV) pip install --python $(BIN)/python --no-deps -e .
 	touch $@
+
+# Re-resolve requirements.txt into requirements.lock (after editing it).
+lock: $(INSTALLED)
+	$(BIN)/python -m bookbuild.lock
 
 # Everything the site is built from: if none of it changed since the last
 # successful build, `make book` has nothing to do.
 BOOK_INPUTS := $(shell find book src _ext img -type f -not -name '*.pyc' \
-	2>/dev/null) _config.yml _toc.yml references.bib requirements.txt pyproject.toml
+	2>/dev/null) _config.yml _toc.yml references.bib requirements.lock pyproject.toml
 BUILT := _build/html/.built
 # `make book EDITION=student`: the same book without solutions, in its own folder.
 EDITION ?= full
