@@ -32,7 +32,7 @@ TORCH_FROM ?= $(strip \
 # Kernels inherit the environment: a headless MPLBACKEND would hide every figure.
 unexport MPLBACKEND
 
-.PHONY: book test serve clean bench bench-toy pdf lock
+.PHONY: book test serve clean bench bench-toy pdf lock addresses notebooks-branch
 
 # Every package at the version of requirements.lock (uv installs them in
 # seconds), torch as above, and the book's two packages (qkv, bookbuild) editable.
@@ -48,6 +48,14 @@ $(INSTALLED): requirements.lock pyproject.toml
 # Re-resolve requirements.txt into requirements.lock (after editing it).
 lock: $(INSTALLED)
 	$(BIN)/python -m bookbuild.lock
+
+# For the publishing workflow: the public addresses into _config.yml, and the
+# files of the `notebooks` branch (after `make book` and `make book EDITION=student`).
+addresses: $(INSTALLED)
+	$(BIN)/python -m bookbuild.urls --repository "$(REPOSITORY)" --site "$(SITE)"
+
+notebooks-branch: $(INSTALLED)
+	$(BIN)/python -m bookbuild.notebooks --repository "$(REPOSITORY)"
 
 # Everything the site is built from: if none of it changed since the last
 # successful build, `make book` has nothing to do.
@@ -101,3 +109,7 @@ bench-toy: $(INSTALLED)
 
 clean:
 	rm -rf _build
+
+# `make print-TORCH`: the value of a variable (for the tests and for curious users).
+print-%:
+	@echo $($*)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,3 +18,32 @@ ROOT = Path(__file__).resolve().parents[1]
 def built_book() -> BuildResult:
     """The book built strictly from this checkout into _build/html."""
     return build_book(ROOT, prefill=True)
+
+
+@pytest.fixture(scope="session")
+def student_site(built_book):
+    """The student edition, where `make book EDITION=student` puts it."""
+    assert built_book.returncode == 0, built_book.output[-3000:]
+    out = ROOT / "_build" / "student"
+    env = {**os.environ, "QKV_EDITION": "student"}
+    env.pop("MPLBACKEND", None)
+    done = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "jupyter-book"),
+            "build",
+            str(ROOT),
+            "-W",
+            "-n",
+            "--keep-going",
+            "--path-output",
+            str(out),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    assert "Executed notebook" not in done.stdout  # the cache is shared
+    return out / "_build" / "html"

@@ -6,8 +6,13 @@ typeset by the site's own MathJax, and it is printed with the print style sheet:
 the navigation disappears and every interactive head view is replaced by its
 static figure.
 
+The whole book is then one PDF too, ``book.pdf``: every page in the order of the
+table of contents, one bookmark per page (its title), written to ``_build/pdf``
+and into the site itself, where the introduction links it.
+
 Usage, from the book's folder: ``python -m bookbuild.handouts [PAGE ...]``
-(default: every page of ``_toc.yml``). Writes ``_build/pdf/<label>.pdf``.
+(default: every page of ``_toc.yml``, and the whole book). Writes
+``_build/pdf/<label>.pdf`` and ``_build/pdf/book.pdf``.
 """
 
 from __future__ import annotations
@@ -64,5 +69,39 @@ def print_pages(pages: list[str], root: Path = Path(".")) -> list[Path]:
     return written
 
 
+def whole_book(handouts: list[Path], titles: list[str], target: Path) -> Path:
+    """One PDF of ``handouts`` in order, a bookmark per handout (its title)."""
+    from pypdf import PdfWriter
+
+    writer = PdfWriter()
+    for handout, title in zip(handouts, titles, strict=True):
+        first_page = len(writer.pages)
+        writer.append(str(handout))
+        writer.add_outline_item(title, first_page)
+    writer.add_metadata({"/Title": "Attention, Computed"})
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target, "wb") as out:
+        writer.write(out)
+    return target
+
+
+def main(argv: list[str], root: Path = Path(".")) -> None:
+    import shutil
+
+    from bookbuild.citation import title_of
+
+    chosen = argv or pages(root)
+    handouts = print_pages(chosen, root)
+    if argv:
+        return
+    book = whole_book(
+        handouts,
+        [title_of(root, page) for page in chosen],
+        root / "_build" / "pdf" / "book.pdf",
+    )
+    shutil.copy2(book, root / "_build" / "html" / "book.pdf")
+    print(f"pdf: {book} (and in the site, _build/html/book.pdf)")
+
+
 if __name__ == "__main__":
-    print_pages(sys.argv[1:] or pages(Path(".")))
+    main(sys.argv[1:])

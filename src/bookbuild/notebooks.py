@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import base64
+import html
 import re
 from datetime import UTC
 from pathlib import Path
@@ -29,6 +30,7 @@ import nbformat
 from sphinx.application import Sphinx
 
 from bookbuild.toc import lessons
+from bookbuild.urls import launch_links, repository_url
 
 FOLDER = "_notebooks"
 ROLE = re.compile(r"\{([\w:-]+)\}`([^`]*)`")
@@ -66,7 +68,8 @@ class Resolver:
         self.labels = env.domaindata["std"]["labels"]
         self.fignumbers = env.toc_fignumbers
         self.bib = {}
-        for bibfile in app.config.bibtex_bibfiles:
+        bibfiles = app.config.bibtex_bibfiles if "bibtex_bibfiles" in app.config else []
+        for bibfile in bibfiles:
             from pybtex.database import parse_file
 
             for key, entry in parse_file(Path(app.srcdir) / bibfile).entries.items():
@@ -256,6 +259,61 @@ def _roles(text: str, values: dict, resolver: Resolver) -> str:
     return ROLE.sub(replace, text)
 
 
+SOLUTION_FENCE = re.compile(r"^(`{3,}|:{3,})\{solution-(start|end)\}")
+ANSWER_FENCE = re.compile(r"^(`{3,}|:{3,})\{dropdown\}\s*Answer\b")
+
+
+def without_solutions(cells: list) -> list:
+    """The cells of a MyST notebook without its solutions and answers (the
+    student edition): every gated solution, from its ``solution-start`` to its
+    ``solution-end`` (code cells between them included), and every "Answer"
+    dropdown of a question."""
+    kept, in_solution = [], False
+    for cell in cells:
+        if cell.cell_type != "markdown":
+            if not in_solution:
+                kept.append(cell)
+            continue
+        lines, closing = [], None  # closing: the fence that ends a skipped block
+        for line in cell.source.split("\n"):
+            if closing is not None:
+                if line.strip() == closing:
+                    closing = None
+                continue
+            fence = SOLUTION_FENCE.match(line.strip())
+            if fence:
+                in_solution = fence.group(2) == "start"
+                closing = fence.group(1)  # skip the directive's own lines
+                continue
+            answer = ANSWER_FENCE.match(line.strip())
+            if answer and not in_solution:
+                closing = answer.group(1)
+                continue
+            if not in_solution:
+                lines.append(line)
+        cell = nbformat.from_dict({**cell, "source": "\n".join(lines)})
+        kept.append(cell)
+    return kept
+
+
+def install_cell(repository_url: str) -> nbformat.NotebookNode:
+    """The first cell of every notebook: how to run it outside the book."""
+    if repository_url:
+        where = f'"qkv[notebooks] @ git+{repository_url.rstrip("/")}"'
+        how = f"# %pip install {where}"
+    else:
+        how = '# %pip install -e ".[notebooks]"   (in a copy of the book\'s repository)'
+    return nbformat.v4.new_code_cell(
+        "# Outside the book's own environment (Colab, a bare Jupyter), install the\n"
+        "# book's package and what its chapters use, then restart the kernel:\n" + how
+    )
+
+
+def _repository(app: Sphinx) -> str:
+    """The book's repository URL (``repository.url`` of ``_config.yml``), or ""."""
+    return repository_url(app.config)
+
+
 def build_notebook(app: Sphinx, page: str, executed) -> nbformat.NotebookNode:
     from myst_nb.core.read import read_myst_markdown_notebook
 
@@ -263,8 +321,11 @@ def build_notebook(app: Sphinx, page: str, executed) -> nbformat.NotebookNode:
     notebook = read_myst_markdown_notebook(source_path.read_text(encoding="utf-8"))
     values = glue_values(executed) if executed is not None else {}
     resolver = Resolver(app)
-    cells = []
-    for cell in notebook.cells:
+    source_cells = notebook.cells
+    if app.config.qkv_edition == "student":
+        source_cells = without_solutions(source_cells)
+    cells = [install_cell(_repository(app))]
+    for cell in source_cells:
         if cell.cell_type == "markdown":
             text, attachments = convert_markdown(
                 cell.source, values, resolver, source_path.parent
@@ -299,8 +360,14 @@ def _write_notebooks(app: Sphinx, exception: Exception | None) -> None:
     root = Path(app.srcdir)
     folder = Path(app.outdir) / FOLDER
     folder.mkdir(exist_ok=True)
-    # Chapter numbers come from _toc.yml; the conversion from this file.
+    # Chapter numbers come from _toc.yml; the conversion from this file; the
+    # first cell and the solutions from the settings.
     shared = max((root / "_toc.yml").stat().st_mtime, Path(__file__).stat().st_mtime)
+    settings = f"{app.config.qkv_edition} {_repository(app)}\n"
+    stamp = folder / ".settings"
+    if not stamp.exists() or stamp.read_text(encoding="utf-8") != settings:
+        stamp.write_text(settings, encoding="utf-8")
+        shared = stamp.stat().st_mtime
     for page in lessons(root):
         source = root / f"{page}.md"
         record = records.get(str(source.resolve()))
@@ -319,16 +386,68 @@ def _write_notebooks(app: Sphinx, exception: Exception | None) -> None:
 def _link(app: Sphinx, pagename: str, templatename, context, doctree) -> None:
     if pagename not in lessons(Path(app.srcdir)):
         return
-    depth = pagename.count("/")
-    href = "../" * depth + f"{FOLDER}/{Path(pagename).name}.ipynb"
-    link = (
-        f'<p class="qkv-notebook-link"><a href="{href}" download>'
-        "Download this chapter as a Jupyter notebook (.ipynb)</a></p>"
-    )
-    context["body"] = link + context.get("body", "")
+    name = f"{Path(pagename).name}.ipynb"
+    href = "../" * pagename.count("/") + f"{FOLDER}/{name}"
+    links = [f'<a href="{href}" download>Download this chapter as a notebook</a>']
+    # The workflow publishes the notebooks of each edition in their own folder.
+    published = f"{app.config.qkv_edition}/{name}"
+    for service, url in launch_links(_repository(app), published).items():
+        links.append(f'<a href="{html.escape(url)}">Open it on {service}</a>')
+    context["body"] = (
+        '<p class="qkv-notebook-link">' + " · ".join(links) + "</p>"
+    ) + context.get("body", "")
 
 
 def setup(app: Sphinx) -> dict:
+    app.setup_extension("bookbuild.edition")  # qkv_edition: solutions or not
     app.connect("html-page-context", _link)
     app.connect("build-finished", _write_notebooks)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
+
+
+def branch_folder(root: Path, repository: str, commit: str = "main") -> Path:
+    """The files of the ``notebooks`` branch, in ``_build/notebooks-branch``: the
+    notebooks of both editions (``full/``, ``student/``), and what Binder installs.
+    """
+    import shutil
+
+    target = Path(root) / "_build" / "notebooks-branch"
+    shutil.rmtree(target, ignore_errors=True)
+    editions = {
+        "full": Path(root) / "_build" / "html" / FOLDER,
+        "student": Path(root) / "_build" / "student" / "_build" / "html" / FOLDER,
+    }
+    for edition, folder in editions.items():
+        notebooks = sorted(folder.glob("*.ipynb"))
+        if not notebooks:
+            raise FileNotFoundError(f"no notebooks in {folder}: build that edition")
+        (target / edition).mkdir(parents=True)
+        for notebook in notebooks:
+            shutil.copy2(notebook, target / edition / notebook.name)
+    (target / "requirements.txt").write_text(
+        "# What Binder installs: the CPU build of torch, then the book's package.\n"
+        "--extra-index-url https://download.pytorch.org/whl/cpu\n"
+        f"qkv[notebooks] @ git+{repository.rstrip('/')}@{commit}\n",
+        encoding="utf-8",
+    )
+    (target / "README.md").write_text(
+        "# The chapter notebooks of *Attention, Computed*\n\n"
+        f"Written by the book's build from {repository} (commit {commit}): `full/` "
+        "with the solutions, `student/` without. Do not edit: every publication of "
+        "the book replaces this branch.\n",
+        encoding="utf-8",
+    )
+    return target
+
+
+if __name__ == "__main__":
+    import argparse
+    import subprocess
+
+    parser = argparse.ArgumentParser(description="the files of the notebooks branch")
+    parser.add_argument("--repository", required=True)
+    args = parser.parse_args()
+    commit = subprocess.run(
+        ["git", "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    print(branch_folder(Path("."), args.repository, commit or "main"))

@@ -70,3 +70,15 @@ def require_chromium() -> None:
     if os.environ.get("CI") == "true":
         pytest.fail(reason)
     pytest.skip(reason)
+
+
+def make_variable(root: Path, name: str) -> str:
+    """The value of a variable of the book's Makefile (``make print-NAME``)."""
+    done = subprocess.run(
+        ["make", "-s", "--no-print-directory", f"print-{name}"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
