@@ -32,7 +32,7 @@ TORCH_FROM ?= $(strip \
 # Kernels inherit the environment: a headless MPLBACKEND would hide every figure.
 unexport MPLBACKEND
 
-.PHONY: book test serve clean bench bench-toy pdf lock addresses notebooks-branch
+.PHONY: book test serve clean bench bench-toy bench-attention pdf lock addresses notebooks-branch
 
 # Every package at the version of requirements.lock (uv installs them in
 # seconds), torch as above, and the book's two packages (qkv, bookbuild) editable.
@@ -106,6 +106,10 @@ bench: $(INSTALLED)
 # The targets of the tiny trained model (chapter "How attention learns").
 bench-toy: $(INSTALLED)
 	$(BIN)/python -m bookbuild.bench_toy
+
+# qkv.MultiHeadAttention's fast path against PyTorch's modules (one thread).
+bench-attention: $(INSTALLED)
+	$(BIN)/python -m bookbuild.bench_attention
 
 clean:
 	rm -rf _build

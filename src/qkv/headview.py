@@ -27,6 +27,7 @@ import itertools
 import json
 import warnings
 
+from qkv.attention import _check_int
 from qkv.pretrained import AttentionMaps
 
 __all__ = ["HeadView", "head_view"]
@@ -150,6 +151,14 @@ _SCRIPT = """
 """
 
 
+def _check_index(name: str, value: int, size: int) -> int:
+    """Return ``value`` as an int; ``ValueError`` unless it is an int in 0..size-1."""
+    value = _check_int(name, value, minimum=0)
+    if value >= size:
+        raise ValueError(f"{name} must be an int in 0..{size - 1}, got {value}")
+    return value
+
+
 def _json_for_script(value: object) -> str:
     """JSON that cannot close the <script> element it sits in."""
     text = json.dumps(value, separators=(",", ":"))
@@ -164,6 +173,11 @@ class HeadView:
         layer: show only this layer (0-based); ``None`` for all layers.
         head: the head shown first (and in print).
         decimals: precision of the weights embedded in the page.
+
+    Raises:
+        ValueError: if the weights are not finite, negative, or have rows that
+            do not sum to 1 (see :meth:`qkv.pretrained.AttentionMaps.check`), or
+            ``layer``, ``head`` or ``decimals`` is not an int in range.
     """
 
     def __init__(
@@ -173,13 +187,15 @@ class HeadView:
         head: int = 0,
         decimals: int = 3,
     ) -> None:
-        n_layers, n_heads = maps.n_layers, maps.n_heads
-        if layer is not None and not 0 <= layer < n_layers:
-            raise ValueError(f"layer must be in 0..{n_layers - 1}, got {layer}")
-        if not 0 <= head < n_heads:
-            raise ValueError(f"head must be in 0..{n_heads - 1}, got {head}")
+        if not isinstance(maps, AttentionMaps):
+            raise ValueError(f"maps must be AttentionMaps, got {type(maps).__name__}")
+        maps.check()  # again: the weights may have been edited since
+        if layer is not None:
+            layer = _check_index("layer", layer, maps.n_layers)
+        head = _check_index("head", head, maps.n_heads)
+        decimals = _check_int("decimals", decimals, minimum=0)
         self.maps = maps
-        self.layers = list(range(n_layers)) if layer is None else [layer]
+        self.layers = list(range(maps.n_layers)) if layer is None else [layer]
         self.head = head
         self.decimals = decimals
 

@@ -13,11 +13,12 @@ The block is post-norm, as in Vaswani et al. (2017) and as PyTorch's
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 from torch import Tensor, nn
 
-from qkv.attention import MultiHeadAttention
+from qkv.attention import MultiHeadAttention, _check_bool, _check_int
 
 __all__ = ["FeedForward", "TransformerBlock", "sinusoidal_positions"]
 
@@ -37,9 +38,9 @@ def sinusoidal_positions(length: int, dim: int, base: float = 10_000.0) -> Tenso
     Returns:
         Tensor of shape (T, D).
     """
-    for name, value in (("length", length), ("dim", dim)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+    length = _check_int("length", length, minimum=1)
+    dim = _check_int("dim", dim, minimum=1)
+    _check_positive("base", base)
     if dim % 2:
         raise ValueError(f"dim must be even (sin and cos pairs), got dim={dim}")
     positions = torch.arange(length, dtype=torch.float32)[:, None]  # (T, 1)
@@ -49,6 +50,17 @@ def sinusoidal_positions(length: int, dim: int, base: float = 10_000.0) -> Tenso
     codes[:, 0::2] = torch.sin(angles)
     codes[:, 1::2] = torch.cos(angles)
     return codes
+
+
+def _check_positive(name: str, value: float) -> None:
+    """Raise ``ValueError`` unless ``value`` is a finite real number > 0."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
 
 
 class FeedForward(nn.Module):
@@ -64,6 +76,9 @@ class FeedForward(nn.Module):
 
     def __init__(self, embed_dim: int, ff_dim: int, bias: bool = True) -> None:
         super().__init__()
+        embed_dim = _check_int("embed_dim", embed_dim, minimum=1)
+        ff_dim = _check_int("ff_dim", ff_dim, minimum=1)
+        _check_bool("bias", bias)
         self.linear1 = nn.Linear(embed_dim, ff_dim, bias=bias)
         self.linear2 = nn.Linear(ff_dim, embed_dim, bias=bias)
 
@@ -97,6 +112,7 @@ class TransformerBlock(nn.Module):
         eps: float = 1e-5,
     ) -> None:
         super().__init__()
+        _check_positive("eps", eps)
         self.attention = MultiHeadAttention(embed_dim, num_heads, bias=bias)
         self.norm1 = nn.LayerNorm(embed_dim, eps=eps, bias=bias)
         self.feed_forward = FeedForward(embed_dim, ff_dim, bias=bias)
