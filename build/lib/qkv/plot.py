@@ -28,7 +28,7 @@ WEIGHTS_CMAP = "viridis"
 #: The smallest text of a figure, in points, and the widest figure, in inches,
 #: that the page shows at its natural size (672 CSS pixels at 1280 pixels).
 MIN_FONT_PT = 12
-MAX_WIDTH_IN = 7.0
+MAX_WIDTH_IN = 6.8
 
 _BOOK_RC = {
     "figure.facecolor": "white",
