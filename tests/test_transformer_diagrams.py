@@ -178,8 +178,19 @@ def test_sinusoidal_positions_values():
 
 
 EXPECTED_LABELS = {
-    "qkv_projections": ["queries  Q\n(T, d)", "keys  K\n(T, d)", "× $W_v$"],
-    "multi_head": ["head 0\nattention", "head 2\nattention"],
+    "qkv_projections": [
+        "inputs  X\n(T, D)",
+        "queries  Q\n(T, $d_k$)",
+        "keys  K\n(T, $d_k$)",
+        "values  V\n(T, $d_v$)",
+        "× $W_q$\n(D, $d_k$)",
+        "× $W_v$\n(D, $d_v$)",
+    ],
+    "multi_head": [
+        "head 0\nattention",
+        "head 2\nattention",
+        "split_heads: (T, D) → (H, T, E)",
+    ],
     "transformer_block": ["add & layer norm", "residual"],
     "pipeline": ["token ids\n(T,)", "loss"],
 }
@@ -205,3 +216,31 @@ def test_multi_head_diagram_draws_one_box_per_head():
     plt.close(fig)
     with pytest.raises(ValueError, match="num_heads"):
         diagrams.multi_head(num_heads=0)
+
+
+#: The page's text column at a 1280-pixel window (CSS pixels), and the caption
+#: text (px): the browser test ``test_figure_text_is_as_large_as_the_caption``
+#: measures the same on the built site.
+PAGE_WIDTH_PX, CAPTION_PX = 672, 16
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_LABELS))
+def test_diagram_text_is_as_large_as_the_caption(name):
+    """Drawn as the book saves it (tight bounding box), shown at its natural size
+    up to the page width, no text of a diagram is smaller than the caption."""
+    from bookbuild.figures import smallest_text_px, view_width
+    from qkv.plot import use_book_style
+
+    with matplotlib.rc_context():
+        use_book_style()
+        fig = getattr(diagrams, name)()
+        buffer = io.StringIO()
+        fig.savefig(buffer, format="svg")
+        plt.close(fig)
+    svg = buffer.getvalue()
+    natural_px = view_width(svg) * 96 / 72  # the SVG's units are points
+    shown_px = min(natural_px, PAGE_WIDTH_PX)
+    smallest = smallest_text_px(svg, shown_px)
+    assert smallest is not None and smallest >= CAPTION_PX - 0.05, (
+        f"{name}: smallest text {smallest:.1f} px at {shown_px:.0f} px wide"
+    )
