@@ -163,6 +163,18 @@ def test_additive_attention_is_bahdanaus_score():
         attention(query, torch.randn(1, 5, 7))
 
 
+def test_additive_attention_has_as_many_parameters_as_multi_head_attention():
+    for dim, heads in ((8, 2), (64, 4)):
+        additive = tr.AdditiveAttention(dim, heads)
+        dot = MultiHeadAttention(dim, heads)
+        count = sum(p.numel() for p in additive.parameters())
+        assert count == sum(p.numel() for p in dot.parameters()) == 4 * (dim**2 + dim)
+    with pytest.raises(ValueError, match="num_heads must be an int >= 1"):
+        tr.AdditiveAttention(8, 0)
+    with pytest.raises(ValueError, match="divisible"):
+        tr.AdditiveAttention(8, 3)
+
+
 def test_additive_attention_masks_keys_and_never_gives_nan():
     torch.manual_seed(0)
     attention = tr.AdditiveAttention(embed_dim=8, num_heads=2)
@@ -204,6 +216,22 @@ def test_translate_rejects_unknown_words_and_empty_input():
     for empty in ("", "   ", []):
         with pytest.raises(ValueError, match="at least one word"):
             tr.translate(model, empty)
+
+
+def test_too_long_input_is_refused_by_name():
+    model = tr.Translator(embed_dim=16, num_heads=2)
+    with pytest.raises(ValueError, match=r"source must have shape \(B, at most 8\)"):
+        tr.translate(model, " ".join(["le", "chat", "noir"] * 3))
+    with pytest.raises(ValueError, match="max_len must be in 1..8"):
+        tr.greedy_decode(model, [["le", "chat", "noir", "dort"]], max_len=9)
+
+
+def test_greedy_decoding_stops_at_max_len():
+    torch.manual_seed(0)
+    model = tr.Translator(embed_dim=16, num_heads=2)  # untrained: no [eos] soon
+    translations, weights = tr.greedy_decode(model, [["le", "chat", "noir"]], 3)
+    assert len(translations[0]) <= 3
+    assert weights.shape[-2] <= 3 and weights.shape[-1] == 3
 
 
 def test_training_is_deterministic():
@@ -259,12 +287,20 @@ def test_translate_and_align_a_heldout_sentence(trained):
     assert alignment.mean_argmax.shape == (layers, length)
     weights = tr.cross_weights(trained.model, [sentence])[0]
     torch.testing.assert_close(alignment.weights, weights)
+    # The teacher-forced maps are those of the last greedy step.
+    _, greedy_weights = tr.greedy_decode(trained.model, [sentence.french()])
+    torch.testing.assert_close(alignment.weights, greedy_weights[0])
 
 
 @pytest.mark.slow
 def test_english_adjectives_attend_to_their_french_adjective(trained):
     share = tr.adjective_alignment(trained.model, trained.heldout)
-    assert share >= 0.8
+    assert share == trained.adjective_alignment >= 0.8
+    assert max(trained.adjective_alignment_per_head) >= 0.8
+    with pytest.raises(ValueError, match="head must be None or in 0..3"):
+        tr.adjective_alignment(trained.model, trained.heldout, head=4)
+    with pytest.raises(ValueError, match="layer must be in -1..0"):
+        tr.adjective_alignment(trained.model, trained.heldout, layer=1)
     # Word-by-word order would put the adjective's source at its own index,
     # the French noun: the map does not follow it.
     weights = tr.cross_weights(trained.model, trained.heldout)[:, -1].mean(1)

@@ -221,7 +221,7 @@ def all_sentences() -> list[Sentence]:
     return sentences
 
 
-#: French words, then English words, each with their special tokens first.
+#: The French and the English vocabularies, special tokens first.
 SOURCE_VOCAB: tuple[str, ...] = _vocabulary(
     [w for s in (Sentence(p, 0) for p in _all_phrases()) for w in s.french()]
     + [w for verb in VERBS for w in verb[:2]]
@@ -236,7 +236,7 @@ TARGET_VOCAB: tuple[str, ...] = _vocabulary(
 SOURCE_ID = {word: i for i, word in enumerate(SOURCE_VOCAB)}
 TARGET_ID = {word: i for i, word in enumerate(TARGET_VOCAB)}
 #: The longest sentence, in words (both languages): two phrases and a verb.
-MAX_WORDS = 7
+MAX_WORDS = len(Sentence(Phrase(0, 0, False), 1, Phrase(0, 0, False)).french())
 
 
 def heldout_pairs(split_seed: int = 0) -> set[tuple[int, int]]:
@@ -261,7 +261,8 @@ def split_phrases(split_seed: int = 0) -> tuple[list[Phrase], list[Phrase]]:
     """Noun phrases for training, and the held-out ones (:func:`heldout_pairs`).
 
     Returns:
-        ``(train, heldout)``: 100 and 20 phrases (each pair singular and plural).
+        ``(train, heldout)``, each pair of noun and adjective in the singular
+        and in the plural.
     """
     pairs = heldout_pairs(split_seed)
     train_phrases, heldout = [], []
@@ -272,8 +273,8 @@ def split_phrases(split_seed: int = 0) -> tuple[list[Phrase], list[Phrase]]:
 
 
 def random_sentence(rng: random.Random, phrases: list[Phrase]) -> Sentence:
-    """A sentence whose noun phrases are drawn from ``phrases``, its verb uniformly
-    (so a quarter of the sentences are intransitive)."""
+    """A sentence whose noun phrases are drawn from ``phrases`` and its verb
+    uniformly from :data:`VERBS` (intransitive ones included)."""
     subject = rng.choice(phrases)
     verb = rng.randrange(len(VERBS))
     return Sentence(subject, verb, rng.choice(phrases) if VERBS[verb][4] else None)
@@ -312,7 +313,7 @@ def encode_source(sentences: list[list[str]]) -> tuple[Tensor, Tensor]:
         if not words:
             raise ValueError("a sentence to translate must have at least one word")
         for word in words:
-            if word not in SOURCE_ID:
+            if word not in SOURCE_ID or word == PAD:
                 raise ValueError(
                     f"unknown French word {word!r} in {' '.join(words)!r}; "
                     f"known words: {', '.join(SOURCE_VOCAB[1:])}"
@@ -349,9 +350,10 @@ class AdditiveAttention(nn.Module):
 
     instead of the dot product ``q . k / sqrt(E)`` of Vaswani et al. (2017). Here
     each head has its own slice of ``W_1 q`` and ``W_2 k`` and its own vector v;
-    the softmax, the weighted sum of values and the output projection are those
-    of :class:`~qkv.attention.MultiHeadAttention`. It costs an (L, S, E) tensor
-    per head instead of an (L, S) matrix product.
+    the softmax, the weighted sum of values W_v and the output projection W_o
+    are as in :class:`~qkv.attention.MultiHeadAttention`, and so is the number
+    of parameters, 4 (D^2 + D). It costs an (L, S, E) tensor per head where the
+    dot product needs one (L, S) matrix product.
 
     Args:
         embed_dim: D, divisible by ``num_heads``.
@@ -360,6 +362,9 @@ class AdditiveAttention(nn.Module):
 
     def __init__(self, embed_dim: int, num_heads: int) -> None:
         super().__init__()
+        for name, size in (("embed_dim", embed_dim), ("num_heads", num_heads)):
+            if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+                raise ValueError(f"{name} must be an int >= 1, got {size!r}")
         if embed_dim % num_heads:
             raise ValueError(
                 f"embed_dim={embed_dim} must be divisible by num_heads={num_heads}"
@@ -464,6 +469,8 @@ class DecoderBlock(nn.Module):
         Returns:
             ``(x, cross_weights)``: (B, L, D) and (B, H, L, S).
         """
+        # Causal: position i sees the words written before it, never after, so
+        # right-padding of the target is never seen by a real word either.
         context, _ = self.self_attention(x, is_causal=True, need_weights=False)
         x = self.norm1(x + context)  # (B, L, D)
         context, cross_weights = self.cross_attention(
@@ -477,10 +484,11 @@ class Translator(nn.Module):
     """The encoder-decoder: French words in, English word scores out.
 
     Explained in the chapter *cross-attention*. Word embeddings plus sinusoidal
-    positions on both sides; ``num_layers`` :class:`~qkv.transformer.
-    TransformerBlock` in the encoder (padding hidden), ``num_layers``
-    :class:`DecoderBlock` in the decoder, a linear layer to the English
-    vocabulary.
+    positions on both sides; ``num_layers``
+    :class:`~qkv.transformer.TransformerBlock` in the encoder (padding hidden),
+    ``num_layers`` :class:`DecoderBlock` in the decoder, a linear layer to the
+    English vocabulary. Sentences of up to ``max_len`` words (the task's
+    longest, plus one for ``[bos]``).
 
     Args:
         embed_dim: D.
@@ -488,6 +496,7 @@ class Translator(nn.Module):
         num_layers: Ly, in the encoder and in the decoder.
         ff_dim: F.
         score: the cross-attention score, ``"dot"`` or ``"additive"``.
+        max_len: the most positions on either side.
     """
 
     def __init__(
@@ -497,14 +506,14 @@ class Translator(nn.Module):
         num_layers: int = 1,
         ff_dim: int = 128,
         score: str = "dot",
+        max_len: int = MAX_WORDS + 1,
     ) -> None:
         super().__init__()
         self.score = score
+        self.max_len = max_len
         self.source_embedding = nn.Embedding(len(SOURCE_VOCAB), embed_dim)
         self.target_embedding = nn.Embedding(len(TARGET_VOCAB), embed_dim)
-        self.register_buffer(
-            "positions", sinusoidal_positions(MAX_WORDS + 1, embed_dim)
-        )
+        self.register_buffer("positions", sinusoidal_positions(max_len, embed_dim))
         self.encoder = nn.ModuleList(
             TransformerBlock(embed_dim, num_heads, ff_dim) for _ in range(num_layers)
         )
@@ -515,6 +524,7 @@ class Translator(nn.Module):
 
     def encode(self, source: Tensor, source_keep: Tensor) -> Tensor:
         """source (B, S) ids, source_keep (B, S) -> memory (B, S, D)."""
+        self._check_length("source", source)
         x = self.source_embedding(source) + self.positions[: source.shape[1]]
         for block in self.encoder:
             x = block(x, attn_mask=source_keep[:, None, None, :])  # (B, S, D)
@@ -533,12 +543,20 @@ class Translator(nn.Module):
         Returns:
             ``(logits, cross_weights)``: (B, L, vocabulary) and (B, Ly, H, L, S).
         """
+        self._check_length("target_in", target_in)
         x = self.target_embedding(target_in) + self.positions[: target_in.shape[1]]
         all_weights = []
         for block in self.decoder:
             x, weights = block(x, memory, source_keep)  # (B, L, D), (B, H, L, S)
             all_weights.append(weights)
         return self.output(x), torch.stack(all_weights, dim=1)
+
+    def _check_length(self, name: str, ids: Tensor) -> None:
+        if ids.dim() != 2 or ids.shape[1] > self.max_len:
+            raise ValueError(
+                f"{name} must have shape (B, at most {self.max_len}), "
+                f"got {tuple(ids.shape)}"
+            )
 
     def forward(
         self, source: Tensor, source_keep: Tensor, target_in: Tensor
@@ -549,7 +567,7 @@ class Translator(nn.Module):
 
 
 def greedy_decode(
-    model: Translator, sources: list[list[str]], max_len: int = MAX_WORDS + 1
+    model: Translator, sources: list[list[str]], max_len: int | None = None
 ) -> tuple[list[list[str]], Tensor]:
     """Translate word by word, always taking the most likely next word.
 
@@ -560,7 +578,8 @@ def greedy_decode(
     Args:
         model: a :class:`Translator`.
         sources: French sentences as lists of words.
-        max_len: the most words to write.
+        max_len: the most words to write, ``[eos]`` included (default and
+            largest: ``model.max_len``).
 
     Returns:
         ``(translations, cross_weights)``: the English words of each sentence
@@ -568,6 +587,11 @@ def greedy_decode(
         (B, Ly, H, L, S), L = the longest translation + 1 (the step that wrote
         ``[eos]``).
     """
+    max_len = model.max_len if max_len is None else max_len
+    if isinstance(max_len, bool) or not isinstance(max_len, int):
+        raise ValueError(f"max_len must be an int, got {max_len!r}")
+    if not 1 <= max_len <= model.max_len:
+        raise ValueError(f"max_len must be in 1..{model.max_len}, got {max_len}")
     source, keep = encode_source(sources)
     was_training = model.training
     model.eval()
@@ -713,6 +737,13 @@ def adjective_alignment(
     Returns:
         A share in [0, 1].
     """
+    if not sentences:
+        raise ValueError("sentences must hold at least one sentence, got none")
+    layers, heads = len(model.decoder), model.decoder[0].cross_attention.num_heads
+    if not -layers <= layer < layers:
+        raise ValueError(f"layer must be in {-layers}..{layers - 1}, got {layer}")
+    if head is not None and not 0 <= head < heads:
+        raise ValueError(f"head must be None or in 0..{heads - 1}, got {head}")
     weights = cross_weights(model, sentences)[:, layer]  # (B, H, L, S)
     maps = weights.mean(dim=1) if head is None else weights[:, head]  # (B, L, S)
     hits = [
