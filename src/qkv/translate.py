@@ -109,6 +109,8 @@ PAD, BOS, EOS = "[pad]", "[bos]", "[eos]"
 class Phrase:
     """A noun phrase: determiner, noun and adjective, singular or plural.
 
+    Explained in the chapter *cross-attention*.
+
     Attributes:
         noun: index into :data:`NOUNS`.
         adjective: index into :data:`ADJECTIVES`.
@@ -145,6 +147,8 @@ class Phrase:
 @dataclass(frozen=True)
 class Sentence:
     """Subject, verb and, for a transitive verb, an object.
+
+    Explained in the chapter *cross-attention*.
 
     Attributes:
         subject: the subject's :class:`Phrase`.
@@ -260,6 +264,8 @@ def heldout_pairs(split_seed: int = 0) -> set[tuple[int, int]]:
 def split_phrases(split_seed: int = 0) -> tuple[list[Phrase], list[Phrase]]:
     """Noun phrases for training, and the held-out ones (:func:`heldout_pairs`).
 
+    Explained in the chapter *cross-attention*.
+
     Returns:
         ``(train, heldout)``, each pair of noun and adjective in the singular
         and in the plural.
@@ -274,7 +280,10 @@ def split_phrases(split_seed: int = 0) -> tuple[list[Phrase], list[Phrase]]:
 
 def random_sentence(rng: random.Random, phrases: list[Phrase]) -> Sentence:
     """A sentence whose noun phrases are drawn from ``phrases`` and its verb
-    uniformly from :data:`VERBS` (intransitive ones included)."""
+    uniformly from :data:`VERBS` (intransitive ones included).
+
+    Explained in the chapter *cross-attention*: training draws its sentences so.
+    """
     subject = rng.choice(phrases)
     verb = rng.randrange(len(VERBS))
     return Sentence(subject, verb, rng.choice(phrases) if VERBS[verb][4] else None)
@@ -308,7 +317,20 @@ def heldout_sentences(split_seed: int = 0, n: int = 1000) -> list[Sentence]:
 
 
 def encode_source(sentences: list[list[str]]) -> tuple[Tensor, Tensor]:
-    """French sentences (lists of words) -> ids (B, S) right-padded, keep (B, S)."""
+    """French sentences as token ids for the encoder.
+
+    Explained in the chapter *cross-attention*.
+
+    Args:
+        sentences: B lists of French words.
+
+    Returns:
+        ``(ids, keep)``: ids (B, S) right-padded with ``[pad]`` (id 0), and keep
+        (B, S), True for real words (:func:`~qkv.attention.padding_mask`).
+
+    Raises:
+        ValueError: on an empty sentence or an unknown word (named).
+    """
     for words in sentences:
         if not words:
             raise ValueError("a sentence to translate must have at least one word")
@@ -327,8 +349,17 @@ def encode_source(sentences: list[list[str]]) -> tuple[Tensor, Tensor]:
 
 
 def encode_target(sentences: list[list[str]]) -> tuple[Tensor, Tensor]:
-    """English sentences -> decoder inputs ``[bos] w1 .. wn`` and outputs
-    ``w1 .. wn [eos]``, both (B, L) right-padded with ``[pad]`` (id 0)."""
+    """English sentences as decoder inputs and outputs, shifted by one.
+
+    Explained in the chapter *cross-attention* (teacher forcing).
+
+    Args:
+        sentences: B lists of English words.
+
+    Returns:
+        ``(inputs, outputs)``: ``[bos] w1 .. wn`` and ``w1 .. wn [eos]``, both
+        (B, L) right-padded with ``[pad]`` (id 0).
+    """
     width = max(len(words) for words in sentences) + 1
     inputs = torch.zeros(len(sentences), width, dtype=torch.long)  # (B, L)
     outputs = torch.zeros(len(sentences), width, dtype=torch.long)  # (B, L)
@@ -646,6 +677,8 @@ def translate(model: Translator, sentence: str | list[str]) -> str:
 class Alignment:
     """What the decoder read while it translated one sentence.
 
+    Explained in the chapter *cross-attention*; returned by :func:`align`.
+
     Attributes:
         source: the French words (S).
         target: the English words written, ``[eos]`` last (L).
@@ -756,7 +789,7 @@ def adjective_alignment(
 
 @dataclass
 class TrainResult:
-    """What :func:`train` returns.
+    """What :func:`train` returns, for the chapter *cross-attention*.
 
     Attributes:
         model: the trained :class:`Translator` (in eval mode).
@@ -792,8 +825,14 @@ class TrainResult:
 
 
 def exact_match(model: Translator, sentences: list[Sentence]) -> tuple[float, list]:
-    """Share of sentences translated exactly right by greedy decoding, and the
-    translations."""
+    """Share of sentences translated exactly right by greedy decoding.
+
+    Explained in the chapter *cross-attention*: a sentence counts only if every
+    word is right and in the right place.
+
+    Returns:
+        ``(share, translations)``: a share in [0, 1] and the greedy translations.
+    """
     translations, _ = greedy_decode(model, [s.french() for s in sentences])
     right = [t == s.english() for t, s in zip(translations, sentences, strict=True)]
     return sum(right) / len(right), translations

@@ -385,6 +385,8 @@ def cls_attention(model: VisionTransformer, images: Tensor) -> Tensor:
 class DigitsData:
     """scikit-learn's 8x8 digits, split once into training and held-out images.
 
+    Explained in the chapter *attention-on-images*; made by :func:`load_digits`.
+
     Attributes:
         train_images: (B_train, 8, 8), pixel values scaled to [0, 1].
         train_labels: (B_train,).
@@ -430,7 +432,9 @@ def load_digits(test_size: float = 0.25, split_seed: int = 0) -> DigitsData:
 
 
 def example_indices(labels: Tensor) -> Tensor:
-    """The index of the first image of each class: the chapter's examples.
+    """The index of the first image of each class.
+
+    Explained in the chapter *attention-on-images*, whose examples they are.
 
     Args:
         labels: shape (B,), classes 0 .. K - 1, each present.
@@ -477,7 +481,7 @@ def output_projection_parameters(embed_dim: int = 384, num_heads: int = 6) -> di
 
 @dataclass
 class TrainResult:
-    """What :func:`train` returns.
+    """What :func:`train` returns, for the chapter *attention-on-images*.
 
     Attributes:
         model: the trained :class:`VisionTransformer` (in eval mode).
