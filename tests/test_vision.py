@@ -152,6 +152,11 @@ def test_model_shapes_and_cls_attention(patch_size):
         model(torch.rand(5, 6, 6))
 
 
+def test_model_rejects_a_width_the_position_codes_cannot_split():
+    with pytest.raises(ValueError, match="embed_dim must be divisible by 4"):
+        vision.VisionTransformer(embed_dim=18, num_heads=2)
+
+
 def test_model_depends_on_where_a_patch_is():
     """With position codes, swapping two patches changes the prediction."""
     torch.manual_seed(0)

@@ -318,6 +318,12 @@ class VisionTransformer(nn.Module):
         _check_positive_int("channels", channels)
         _check_positive_int("num_classes", num_classes)
         _check_positive_int("num_layers", num_layers)
+        _check_positive_int("embed_dim", embed_dim)
+        if embed_dim % 4:
+            raise ValueError(
+                f"embed_dim must be divisible by 4 (2-D sin/cos position codes), "
+                f"got {embed_dim}"
+            )
         rows, cols = patch_grid(image_size, patch_size)
         self.image_size = tuple(image_size)
         self.patch_size = patch_size
