@@ -32,7 +32,7 @@ TORCH_FROM ?= $(strip \
 # Kernels inherit the environment: a headless MPLBACKEND would hide every figure.
 unexport MPLBACKEND
 
-.PHONY: book test serve clean bench bench-toy bench-attention pdf lock addresses notebooks-branch
+.PHONY: book test serve clean bench bench-toy bench-attention bench-models pdf lock addresses notebooks-branch
 
 # Every package at the version of requirements.lock (uv installs them in
 # seconds), torch as above, and the book's two packages (qkv, bookbuild) editable.
@@ -106,6 +106,10 @@ bench: $(INSTALLED)
 # The targets of the tiny trained model (chapter "How attention learns").
 bench-toy: $(INSTALLED)
 	$(BIN)/python -m bookbuild.bench_toy
+
+# The models of "Attention on images" and "Cross-attention" against their targets.
+bench-models: $(INSTALLED)
+	$(BIN)/python -m bookbuild.bench_models
 
 # qkv.MultiHeadAttention's fast path against PyTorch's modules (one thread).
 bench-attention: $(INSTALLED)

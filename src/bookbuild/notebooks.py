@@ -311,7 +311,7 @@ def install_cell(repository_url: str) -> nbformat.NotebookNode:
 
 
 def _edition(app: Sphinx) -> str:
-    """"student" or "full" (:mod:`bookbuild.edition` decides)."""
+    """ "student" or "full" (:mod:`bookbuild.edition` decides)."""
     return app.config.qkv_edition if "qkv_edition" in app.config else edition()
 
 
