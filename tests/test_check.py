@@ -787,6 +787,17 @@ def test_correct_code_passes(check, student, count):
     assert repr(result).count("\n") == count
 
 
+@pytest.mark.parametrize("name", CHECKERS)
+def test_passes_with_gradients_off(name):
+    """The chapters call torch.set_grad_enabled(False); the gradient cases still
+    run, and the caller's setting is kept."""
+    check, reference = CHECKERS[name]
+    with torch.no_grad():
+        result = check(reference)
+        assert not torch.is_grad_enabled()
+    assert isinstance(result, CheckResult)
+
+
 # --- the student's random state and the checker's own arguments -------------------
 
 

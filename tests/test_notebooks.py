@@ -72,8 +72,10 @@ def test_glued_numbers_are_filled_in(built_book):
 
 RUNNER = """
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import nbformat
+from nbclient import NotebookClient
 
 
 def run(path):
@@ -124,6 +126,7 @@ def test_both_editions_run_in_a_fresh_environment(built_book, student_site, tmp_
         "--quiet",
         "--python",
         python,
+        "--no-deps",  # its dependencies come with .[notebooks], as on Colab
         make_variable(ROOT, "TORCH"),
         *torch_from,
     )

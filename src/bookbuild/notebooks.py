@@ -29,6 +29,7 @@ from pathlib import Path
 import nbformat
 from sphinx.application import Sphinx
 
+from bookbuild.edition import edition
 from bookbuild.toc import lessons
 from bookbuild.urls import launch_links, repository_url
 
@@ -309,6 +310,11 @@ def install_cell(repository_url: str) -> nbformat.NotebookNode:
     )
 
 
+def _edition(app: Sphinx) -> str:
+    """"student" or "full" (:mod:`bookbuild.edition` decides)."""
+    return app.config.qkv_edition if "qkv_edition" in app.config else edition()
+
+
 def _repository(app: Sphinx) -> str:
     """The book's repository URL (``repository.url`` of ``_config.yml``), or ""."""
     return repository_url(app.config)
@@ -322,7 +328,7 @@ def build_notebook(app: Sphinx, page: str, executed) -> nbformat.NotebookNode:
     values = glue_values(executed) if executed is not None else {}
     resolver = Resolver(app)
     source_cells = notebook.cells
-    if app.config.qkv_edition == "student":
+    if _edition(app) == "student":
         source_cells = without_solutions(source_cells)
     cells = [install_cell(_repository(app))]
     for cell in source_cells:
@@ -363,7 +369,7 @@ def _write_notebooks(app: Sphinx, exception: Exception | None) -> None:
     # Chapter numbers come from _toc.yml; the conversion from this file; the
     # first cell and the solutions from the settings.
     shared = max((root / "_toc.yml").stat().st_mtime, Path(__file__).stat().st_mtime)
-    settings = f"{app.config.qkv_edition} {_repository(app)}\n"
+    settings = f"{_edition(app)} {_repository(app)}\n"
     stamp = folder / ".settings"
     if not stamp.exists() or stamp.read_text(encoding="utf-8") != settings:
         stamp.write_text(settings, encoding="utf-8")
@@ -390,7 +396,7 @@ def _link(app: Sphinx, pagename: str, templatename, context, doctree) -> None:
     href = "../" * pagename.count("/") + f"{FOLDER}/{name}"
     links = [f'<a href="{href}" download>Download this chapter as a notebook</a>']
     # The workflow publishes the notebooks of each edition in their own folder.
-    published = f"{app.config.qkv_edition}/{name}"
+    published = f"{_edition(app)}/{name}"
     for service, url in launch_links(_repository(app), published).items():
         links.append(f'<a href="{html.escape(url)}">Open it on {service}</a>')
     context["body"] = (
@@ -399,7 +405,6 @@ def _link(app: Sphinx, pagename: str, templatename, context, doctree) -> None:
 
 
 def setup(app: Sphinx) -> dict:
-    app.setup_extension("bookbuild.edition")  # qkv_edition: solutions or not
     app.connect("html-page-context", _link)
     app.connect("build-finished", _write_notebooks)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
@@ -417,13 +422,13 @@ def branch_folder(root: Path, repository: str, commit: str = "main") -> Path:
         "full": Path(root) / "_build" / "html" / FOLDER,
         "student": Path(root) / "_build" / "student" / "_build" / "html" / FOLDER,
     }
-    for edition, folder in editions.items():
+    for name, folder in editions.items():
         notebooks = sorted(folder.glob("*.ipynb"))
         if not notebooks:
             raise FileNotFoundError(f"no notebooks in {folder}: build that edition")
-        (target / edition).mkdir(parents=True)
+        (target / name).mkdir(parents=True)
         for notebook in notebooks:
-            shutil.copy2(notebook, target / edition / notebook.name)
+            shutil.copy2(notebook, target / name / notebook.name)
     (target / "requirements.txt").write_text(
         "# What Binder installs: the CPU build of torch, then the book's package.\n"
         "--extra-index-url https://download.pytorch.org/whl/cpu\n"

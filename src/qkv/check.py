@@ -817,8 +817,9 @@ def _check_gradients(
             hint=_DETACHED,
         )
     direction = torch.randn(reference_output.shape, generator=generator)
-    (output * direction).sum().backward()
-    (reference_output * direction).sum().backward()
+    with torch.enable_grad():  # the book's notebooks run with gradients off
+        (output * direction).sum().backward()
+        (reference_output * direction).sum().backward()
     for name, mine, theirs in pairs:
         if mine.grad is None:
             run.fail(

@@ -225,8 +225,8 @@ def transformer_block() -> Figure:
     # Residual connections go around each sub-layer.
     _arrow(ax, (x0 + 1.5, 1.2), (add1.right[0], add1.y), bend=0.45)
     _arrow(ax, (x0 + 1.8, 4.35), (add2.right[0], add2.y), bend=0.45)
-    ax.text(5.55, 2.6, "residual", fontsize=11, rotation=90, va="center")
-    ax.text(5.85, 6.0, "residual", fontsize=11, rotation=90, va="center")
+    ax.text(5.55, 2.6, "residual", fontsize=12, rotation=90, va="center")
+    ax.text(5.85, 6.0, "residual", fontsize=12, rotation=90, va="center")
     ax.text(x0, 10.5, "repeated N times", ha="center", fontsize=12, style="italic")
     return fig
 

@@ -28,7 +28,7 @@ WEIGHTS_CMAP = "viridis"
 #: The smallest text of a figure, in points, and the widest figure, in inches,
 #: that the page shows at its natural size (672 CSS pixels at 1280 pixels).
 MIN_FONT_PT = 12
-MAX_WIDTH_IN = 7.0
+MAX_WIDTH_IN = 6.8
 
 _BOOK_RC = {
     "figure.facecolor": "white",
@@ -158,6 +158,7 @@ def head_grid(
     ncols: int | None = None,
     annotate: bool = False,
     decimals: int = 2,
+    width: float | None = None,
 ) -> Figure:
     """One heatmap per head, side by side, on a shared colour scale.
 
@@ -168,6 +169,11 @@ def head_grid(
         ncols: heads per row of the grid (default: all in one row, at most 4).
         annotate: write each weight in its cell.
         decimals: decimals of the annotations.
+        width: the figure's width in inches, e.g. :data:`MAX_WIDTH_IN` for a
+            figure the page shows at its natural size (its text as large as the
+            caption). The panels share it, and only the left column and the
+            bottom row carry the labels. Default: a width that grows with the
+            number of columns, each panel labelled.
 
     Returns:
         The figure.
@@ -183,13 +189,16 @@ def head_grid(
         raise ValueError(f"got {len(titles)} titles for {n_heads} heads")
     ncols = min(n_heads, 4) if ncols is None else ncols
     nrows = -(-n_heads // ncols)
-    cell = 0.45 if n_cols > 8 else 0.6
+    if width is None:
+        cell = 0.45 if n_cols > 8 else 0.6
+        figsize = (ncols * (1.2 + cell * n_cols), nrows * (1.0 + cell * n_rows))
+    elif not width > 0:
+        raise ValueError(f"width must be a number of inches > 0, got {width!r}")
+    else:  # labels on the left (about 1 inch) and a colour bar (about 0.8 inch)
+        cell = (width - 1.8) / (ncols * n_cols)
+        figsize = (width, nrows * (0.5 + cell * n_rows) + 1.0)
     fig, axes = plt.subplots(
-        nrows,
-        ncols,
-        figsize=(ncols * (1.2 + cell * n_cols), nrows * (1.0 + cell * n_rows)),
-        layout="constrained",
-        squeeze=False,
+        nrows, ncols, figsize=figsize, layout="constrained", squeeze=False
     )
     vmax = float(array.max())
     for h, ax in enumerate(axes.flat):
@@ -209,5 +218,9 @@ def head_grid(
             xlabel="key" if h // ncols == nrows - 1 else "",
             ylabel="query" if h % ncols == 0 else "",
         )
+        if width is not None:  # labels on the outer panels only
+            last_row = h + ncols >= n_heads
+            ax.tick_params(labelleft=h % ncols == 0, labelbottom=last_row)
+            ax.set_xlabel("key" if last_row else "")
     fig.colorbar(axes.flat[0].images[0], ax=axes, shrink=0.8)
     return fig

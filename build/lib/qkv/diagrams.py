@@ -1,0 +1,266 @@
+"""Architecture diagrams drawn by code, in the style of the book's figures.
+
+Each function returns a matplotlib :class:`~matplotlib.figure.Figure`: boxes for
+tensors and operations, arrows for the data flow, large type for a projector and
+an opaque white background so that they read in the light and dark themes.
+
+- :func:`qkv_projections`: Q, K and V projected from x (chapter *queries-keys-values*);
+- :func:`multi_head`: split, attention per head, concat, W_o (chapter *multi-head*);
+- :func:`transformer_block`: the encoder block (chapter *transformer-block*);
+- :func:`pipeline`: from token ids to a prediction and a loss (chapter
+  *how-attention-learns*).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+from qkv.plot import WEIGHTS_CMAP
+
+#: Fill colours: light tints of the book's colormap, dark text stays readable.
+TENSOR = "#e8f1fb"
+OPERATION = "#fdf3d0"
+ATTENTION = "#d9f0e3"
+LOSS = "#f9dede"
+EDGE = "#333333"
+
+
+@dataclass(frozen=True)
+class Box:
+    """A labelled box, centred at (x, y), in data coordinates."""
+
+    x: float
+    y: float
+    text: str
+    width: float = 2.0
+    height: float = 0.7
+    fill: str = TENSOR
+
+    @property
+    def top(self) -> tuple[float, float]:
+        return (self.x, self.y + self.height / 2)
+
+    @property
+    def bottom(self) -> tuple[float, float]:
+        return (self.x, self.y - self.height / 2)
+
+    @property
+    def left(self) -> tuple[float, float]:
+        return (self.x - self.width / 2, self.y)
+
+    @property
+    def right(self) -> tuple[float, float]:
+        return (self.x + self.width / 2, self.y)
+
+
+def _canvas(width: float, height: float, xlim: tuple, ylim: tuple) -> tuple:
+    fig, ax = plt.subplots(figsize=(width, height), layout="constrained")
+    fig.patch.set_facecolor("white")
+    ax.set_xlim(*xlim)
+    ax.set_ylim(*ylim)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    return fig, ax
+
+
+def _draw(ax: Axes, box: Box, fontsize: int = 13) -> Box:
+    patch = FancyBboxPatch(
+        (box.x - box.width / 2, box.y - box.height / 2),
+        box.width,
+        box.height,
+        boxstyle="round,pad=0.02,rounding_size=0.12",
+        facecolor=box.fill,
+        edgecolor=EDGE,
+        linewidth=1.4,
+    )
+    ax.add_patch(patch)
+    ax.text(
+        box.x,
+        box.y,
+        box.text,
+        ha="center",
+        va="center",
+        fontsize=fontsize,
+        color="black",
+    )
+    return box
+
+
+def _arrow(ax: Axes, start: tuple, end: tuple, label: str = "", bend: float = 0.0):
+    arrow = FancyArrowPatch(
+        start,
+        end,
+        arrowstyle="-|>",
+        mutation_scale=16,
+        linewidth=1.6,
+        color=EDGE,
+        connectionstyle=f"arc3,rad={bend}",
+        shrinkA=2,
+        shrinkB=2,
+    )
+    ax.add_patch(arrow)
+    if label:
+        mid = ((start[0] + end[0]) / 2, (start[1] + end[1]) / 2)
+        ax.text(
+            mid[0] + 0.1, mid[1], label, fontsize=11, ha="left", va="center", color=EDGE
+        )
+
+
+def qkv_projections() -> Figure:
+    """x projected into queries, keys and values by W_q, W_k and W_v."""
+    fig, ax = _canvas(8.5, 4.4, (-0.5, 11), (-0.9, 4.6))
+    x = _draw(ax, Box(1.2, 2.1, "inputs  X\n(T, D)", width=2.0, height=1.0))
+    for row, (name, out) in enumerate(
+        [("$W_q$", "queries  Q"), ("$W_k$", "keys  K"), ("$W_v$", "values  V")]
+    ):
+        y = 3.8 - 1.7 * row
+        weight = _draw(ax, Box(4.8, y, f"× {name}", width=1.6, fill=OPERATION))
+        result = _draw(ax, Box(8.4, y, f"{out}\n(T, d)", width=2.6, height=1.0))
+        _arrow(ax, x.right, weight.left)
+        _arrow(ax, weight.right, result.left)
+    ax.text(
+        4.8,
+        -0.6,
+        "three learned matrices, one input",
+        ha="center",
+        fontsize=11,
+        style="italic",
+    )
+    return fig
+
+
+def multi_head(num_heads: int = 3) -> Figure:
+    """Projection, split into heads, attention per head, concat and W_o."""
+    if num_heads < 1:
+        raise ValueError(f"num_heads must be >= 1, got {num_heads}")
+    colours = plt.get_cmap(WEIGHTS_CMAP)
+    width = max(9.5, 3.2 * num_heads)
+    fig, ax = _canvas(width, 7.6, (0, width), (-0.3, 10.2))
+    centre = width / 2
+    inputs = _draw(ax, Box(centre, 9.5, "inputs (T, D)", width=3.0))
+    project = _draw(
+        ax,
+        Box(
+            centre, 8.1, r"$Q, K, V = X W_q,\ X W_k,\ X W_v$", width=5.6, fill=OPERATION
+        ),
+    )
+    _arrow(ax, inputs.bottom, project.top)
+    split = _draw(
+        ax,
+        Box(
+            centre, 6.7, "split_heads: (T, D) → (H, T, D/H)", width=6.2, fill=OPERATION
+        ),
+    )
+    _arrow(ax, project.bottom, split.top)
+    step = width / (num_heads + 1)
+    heads = []
+    for h in range(num_heads):
+        x = step * (h + 1)
+        fill = colours(0.25 + 0.6 * h / max(1, num_heads - 1))
+        tint = tuple(0.65 + 0.35 * c for c in fill[:3])
+        head = _draw(
+            ax, Box(x, 4.9, f"head {h}\nattention", width=2.2, height=1.1, fill=tint)
+        )
+        _arrow(ax, split.bottom, head.top)
+        heads.append(head)
+    concat = _draw(
+        ax,
+        Box(
+            centre, 3.0, "concat_heads: (H, T, D/H) → (T, D)", width=6.4, fill=OPERATION
+        ),
+    )
+    for head in heads:
+        _arrow(ax, head.bottom, concat.top)
+    mix = _draw(
+        ax,
+        Box(
+            centre, 1.7, r"$\times\ W_o$  (mixes the heads)", width=4.6, fill=OPERATION
+        ),
+    )
+    _arrow(ax, concat.bottom, mix.top)
+    out = _draw(ax, Box(centre, 0.4, "outputs (T, D)", width=3.0))
+    _arrow(ax, mix.bottom, out.top)
+    return fig
+
+
+def transformer_block() -> Figure:
+    """The encoder block: attention and feed-forward, each with a residual and a
+    layer norm (post-norm, as in Vaswani et al. and ``nn.TransformerEncoderLayer``).
+    """
+    fig, ax = _canvas(5.6, 8.6, (0.6, 6.6), (-0.3, 10.9))
+    x0 = 3.0
+    inputs = _draw(
+        ax, Box(x0, 0.4, "inputs (T, D)\n+ positions", width=3.0, height=0.9)
+    )
+    attention = _draw(
+        ax,
+        Box(
+            x0, 2.3, "multi-head\nself-attention", width=3.0, height=1.0, fill=ATTENTION
+        ),
+    )
+    add1 = _draw(ax, Box(x0, 4.0, "add & layer norm", width=3.0, fill=OPERATION))
+    ffn = _draw(
+        ax,
+        Box(
+            x0,
+            5.9,
+            "feed-forward\nLinear → ReLU → Linear",
+            width=3.6,
+            height=1.0,
+            fill=ATTENTION,
+        ),
+    )
+    add2 = _draw(ax, Box(x0, 7.7, "add & layer norm", width=3.0, fill=OPERATION))
+    out = _draw(ax, Box(x0, 9.5, "outputs (T, D)", width=3.0))
+    _arrow(ax, inputs.top, attention.bottom)
+    _arrow(ax, attention.top, add1.bottom)
+    _arrow(ax, add1.top, ffn.bottom)
+    _arrow(ax, ffn.top, add2.bottom)
+    _arrow(ax, add2.top, out.bottom)
+    # Residual connections go around each sub-layer.
+    _arrow(ax, (x0 + 1.5, 1.2), (add1.right[0], add1.y), bend=0.45)
+    _arrow(ax, (x0 + 1.8, 4.35), (add2.right[0], add2.y), bend=0.45)
+    ax.text(5.55, 2.6, "residual", fontsize=11, rotation=90, va="center")
+    ax.text(5.85, 6.0, "residual", fontsize=11, rotation=90, va="center")
+    ax.text(x0, 10.5, "repeated N times", ha="center", fontsize=12, style="italic")
+    return fig
+
+
+def pipeline() -> Figure:
+    """From token ids to a prediction and a loss; gradients flow back."""
+    fig, ax = _canvas(12.5, 3.8, (-0.2, 20.6), (-1.6, 3.2))
+    steps = [
+        ("token ids\n(T,)", TENSOR),
+        ("embedding\n+ positions", OPERATION),
+        ("vectors\n(T, D)", TENSOR),
+        ("attention\n(learned)", ATTENTION),
+        ("vector at\nthe slot (D,)", TENSOR),
+        ("classifier\n→ 2 scores", OPERATION),
+        ("loss", LOSS),
+    ]
+    boxes = []
+    for i, (text, fill) in enumerate(steps):
+        boxes.append(
+            _draw(
+                ax,
+                Box(1.3 + 3.0 * i, 1.4, text, width=2.5, height=1.3, fill=fill),
+                fontsize=12,
+            )
+        )
+    for left, right in zip(boxes, boxes[1:], strict=False):
+        _arrow(ax, left.right, right.left)
+    _arrow(ax, (boxes[-1].x, 0.6), (boxes[3].x, 0.6), bend=-0.25)
+    ax.text(
+        (boxes[-1].x + boxes[3].x) / 2,
+        -1.25,
+        "gradients of the loss flow back to every weight",
+        ha="center",
+        fontsize=12,
+        style="italic",
+    )
+    return fig
