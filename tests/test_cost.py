@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import itertools
 import os
+import time
 
 import pytest
 import torch
 
 import qkv
+from qkv import cost
 from qkv.cost import (
     DECODE_SCHEMES,
     IMPLEMENTATIONS,
@@ -18,9 +20,11 @@ from qkv.cost import (
     cache_bytes,
     cache_growth_verdict,
     cache_verdict,
+    clock_name,
     compare_speed,
     decode,
     decode_multiply_adds,
+    default_clock,
     describe_slope,
     interleaved_times,
     kv_cache_bytes,
@@ -160,6 +164,27 @@ def test_interleaved_times_uses_cpu_time_by_default():
 
     times = interleaved_times({"busy": busy}, rounds=2)
     assert len(times["busy"]) == 2 and all(t > 0 for t in times["busy"])
+
+
+def test_the_default_clock_is_cpu_time_where_it_is_fine_grained(monkeypatch):
+    default_clock.cache_clear()
+    try:
+        monkeypatch.setattr(cost, "_clock_tick", lambda clock: 1e-6)  # Linux
+        assert default_clock() is time.process_time
+        assert clock_name(default_clock()) == "CPU time"
+        default_clock.cache_clear()
+        monkeypatch.setattr(cost, "_clock_tick", lambda clock: 0.0156)  # Windows
+        assert default_clock() is time.perf_counter
+        assert clock_name(default_clock()) == "wall-clock time"
+    finally:
+        default_clock.cache_clear()
+
+
+def test_clock_tick_measures_the_step_of_a_clock():
+    ticks = iter(i * 0.25 for i in range(10**6))  # a clock that moves in 0.25 s
+    assert cost._clock_tick(lambda: next(ticks), budget=0.01) == 0.25
+    assert cost._clock_tick(lambda: 1.0, budget=0.01) == float("inf")  # stuck
+    assert cost._clock_tick(time.perf_counter) < 1e-3
 
 
 def test_log_log_slope_recovers_the_exponent():

@@ -7,22 +7,24 @@ Four parts:
 
 * counts: :func:`attention_flops`, :func:`score_bytes`,
   :func:`decode_multiply_adds`, :func:`kv_cache_bytes`;
-* measurements: :func:`interleaved_times` (CPU time, rounds in a rotating order),
-  :func:`log_log_slope`, :func:`peak_memory` / :func:`peak_memories` (in a fresh
-  process), :func:`cache_bytes` (the processor's caches);
+* measurements: :func:`interleaved_times` (rounds in a rotating order, on the
+  CPU-time clock of :func:`default_clock`), :func:`log_log_slope`,
+  :func:`peak_memory` / :func:`peak_memories` (in a fresh process, Linux and
+  macOS), :func:`cache_bytes` (the processor's caches);
 * decoding one token at a time: :class:`KVCache`, :func:`decode`,
   :func:`time_decoding`;
 * sentences that read a measurement, whatever it gives: :func:`describe_slope`,
-  :func:`scaling_verdict`, :func:`compare_speed`.
+  :func:`scaling_verdict`, :func:`compare_speed`, :func:`cache_growth_verdict`,
+  :func:`cache_verdict`.
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import json
 import math
-import resource
 import subprocess
 import sys
 import time
@@ -53,9 +55,11 @@ __all__ = [
     "cache_bytes",
     "cache_growth_verdict",
     "cache_verdict",
+    "clock_name",
     "compare_speed",
     "decode",
     "decode_multiply_adds",
+    "default_clock",
     "describe_slope",
     "interleaved_times",
     "kv_cache_bytes",
@@ -193,6 +197,39 @@ def cache_bytes(level: int) -> int | None:
 # ---------------------------------------------------------------------------
 
 
+def _clock_tick(clock: Callable[[], float], budget: float = 0.05) -> float:
+    """The smallest step of ``clock`` seen within ``budget`` seconds of wall time
+    (infinity if it never moved)."""
+    smallest = math.inf
+    deadline = time.perf_counter() + budget
+    last = clock()
+    while time.perf_counter() < deadline:
+        now = clock()
+        if now != last:
+            smallest = min(smallest, now - last)
+            last = now
+            if smallest <= 1e-5:
+                break  # fine enough: no need to look further
+    return smallest
+
+
+@functools.cache
+def default_clock() -> Callable[[], float]:
+    """The clock :func:`interleaved_times` and :func:`decode` use by default: the
+    CPU time of this process (``time.process_time``) where the system measures it
+    in steps of at most 0.1 ms (Linux, macOS), else the wall clock
+    (``time.perf_counter``; Windows counts CPU time in steps of about 16 ms, too
+    coarse for calls of a millisecond)."""
+    if _clock_tick(time.process_time) <= 1e-4:
+        return time.process_time
+    return time.perf_counter
+
+
+def clock_name(clock: Callable[[], float]) -> str:
+    """``"CPU time"`` for ``time.process_time``, ``"wall-clock time"`` otherwise."""
+    return "CPU time" if clock is time.process_time else "wall-clock time"
+
+
 def _rotations(count: int, rounds: int) -> list[list[int]]:
     """The order of ``count`` items in each of ``rounds`` rounds: round r starts
     with item r (modulo ``count``) and goes on in order, wrapping around."""
@@ -202,7 +239,7 @@ def _rotations(count: int, rounds: int) -> list[list[int]]:
 def interleaved_times(
     calls: Mapping[K, Callable[[], object]],
     rounds: int = 5,
-    clock: Callable[[], float] = time.process_time,
+    clock: Callable[[], float] | None = None,
 ) -> dict[K, list[float]]:
     """Time every call once per round, for ``rounds`` rounds, in a rotating order.
 
@@ -212,16 +249,18 @@ def interleaved_times(
     several calls rather than on every round of one call. Take the minimum over
     the rounds: the time of a call when nothing got in its way.
 
-    The default clock is the CPU time of this process (``time.process_time``): it
-    stands still while the system gives the core to another program, so a busy
-    machine inflates it far less than the wall clock (``time.perf_counter``). It
-    adds up the time of all the process's threads: measure with one thread
-    (``torch.set_num_threads(1)``) for the time of one core.
+    The default clock (:func:`default_clock`) is the CPU time of this process
+    (``time.process_time``): it stands still while the system gives the core to
+    another program, so a busy machine inflates it far less than the wall clock
+    (``time.perf_counter``). It adds up the time of all the process's threads:
+    measure with one thread (``torch.set_num_threads(1)``) for the time of one
+    core.
 
     Args:
         calls: name -> a function of no argument to time.
         rounds: how many times each call is timed (>= 1).
-        clock: seconds, read before and after each call.
+        clock: seconds, read before and after each call (default:
+            :func:`default_clock`).
 
     Returns:
         name -> the ``rounds`` times of that call in seconds, round by round.
@@ -229,6 +268,7 @@ def interleaved_times(
     rounds = _check_int("rounds", rounds, minimum=1)
     if not calls:
         raise ValueError("calls must name at least one function to time, got none")
+    clock = clock or default_clock()
     names = list(calls)
     times: dict[K, list[float]] = {name: [] for name in names}
     for order in _rotations(len(names), rounds):
@@ -306,7 +346,10 @@ def _max_rss_bytes() -> int:
     try:
         return _status_bytes("VmHWM")
     except OSError:
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        import resource  # not on Windows: there, this measurement cannot run
+
+        maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return maxrss if sys.platform == "darwin" else maxrss * 1024  # bytes, KiB
 
 
 def _release_free_memory() -> None:
@@ -394,11 +437,28 @@ class KVCache:
         return self.keys, self.values
 
 
+def _check_decode(layer: MultiHeadAttention, inputs: Tensor, scheme: str) -> None:
+    """Raise ``ValueError`` unless :func:`decode` can run ``layer`` on ``inputs``."""
+    if not isinstance(layer, MultiHeadAttention):
+        raise ValueError(
+            f"layer must be a qkv.MultiHeadAttention, got {type(layer).__name__}"
+        )
+    if not isinstance(inputs, Tensor) or inputs.dim() != 2:
+        shape = tuple(inputs.shape) if isinstance(inputs, Tensor) else type(inputs)
+        raise ValueError(f"inputs must be a (T, D) tensor, got {shape}")
+    if inputs.shape[1] != layer.embed_dim:
+        raise ValueError(
+            f"inputs must have D = embed_dim = {layer.embed_dim} features, "
+            f"got inputs {tuple(inputs.shape)}"
+        )
+    _check_scheme(scheme)
+
+
 def decode(
     layer: MultiHeadAttention,
     inputs: Tensor,
     scheme: str = "cache",
-    clock: Callable[[], float] = time.process_time,
+    clock: Callable[[], float] | None = None,
 ) -> tuple[Tensor, list[float]]:
     """Causal self-attention over ``inputs`` one position at a time, as a decoder
     generating text does, computing each step by one of three schemes.
@@ -418,26 +478,15 @@ def decode(
             and values of the whole prefix again (enough for one layer);
             ``"cache"`` projects the new token only and keeps keys and values in
             a :class:`KVCache`.
-        clock: seconds, read before and after each step (default: the CPU time
-            of this process).
+        clock: seconds, read before and after each step (default:
+            :func:`default_clock`, the CPU time of this process).
 
     Returns:
         ``(outputs, seconds)``: the output at each step, (T, D), and the time
         each step took.
     """
-    if not isinstance(layer, MultiHeadAttention):
-        raise ValueError(
-            f"layer must be a qkv.MultiHeadAttention, got {type(layer).__name__}"
-        )
-    if not isinstance(inputs, Tensor) or inputs.dim() != 2:
-        shape = tuple(inputs.shape) if isinstance(inputs, Tensor) else type(inputs)
-        raise ValueError(f"inputs must be a (T, D) tensor, got {shape}")
-    if inputs.shape[1] != layer.embed_dim:
-        raise ValueError(
-            f"inputs must have D = embed_dim = {layer.embed_dim} features, "
-            f"got inputs {tuple(inputs.shape)}"
-        )
-    _check_scheme(scheme)
+    _check_decode(layer, inputs, scheme)
+    clock = clock or default_clock()
     heads, kv_heads = layer.num_heads, layer.num_kv_heads
     cache = KVCache()
     outputs, seconds = [], []
@@ -471,7 +520,7 @@ def time_decoding(
     inputs: Tensor,
     schemes: Sequence[str] = DECODE_SCHEMES,
     rounds: int = 3,
-    clock: Callable[[], float] = time.process_time,
+    clock: Callable[[], float] | None = None,
 ) -> tuple[dict[str, Tensor], dict[str, np.ndarray]]:
     """:func:`decode` with each scheme, ``rounds`` times, in a rotating order (as
     :func:`interleaved_times`).
