@@ -314,7 +314,10 @@ def test_scaling_verdict_when_the_naive_version_outgrows_the_caches(level2):
     assert text.startswith("The fused kernel's slope is close to 2; the naive one")
     per_score = naive[-1] / SIZES[-1] ** 2 * 1e9
     assert f"rises from 1.0 ns at 512 tokens to {per_score:.1f} ns at 4,096" in text
-    assert "from 0.5 to 0.5 ns" in text
+    assert "while the fused kernel's stays near 0.5 ns." in text
+    rising = power_law(2.2, per_score_ns=0.5)  # the fused time per score rises too
+    text = scaling_verdict(SIZES, naive, rising, fit_from=2, level2=level2)
+    assert f"goes from 0.5 to {rising[-1] / SIZES[-1] ** 2 * 1e9:.1f} ns." in text
     if level2:
         assert "level-2 cache holds 1.0 MiB" in text
         assert "one matrix of 4,096 tokens takes 64.0 MiB" in text

@@ -622,12 +622,16 @@ def scaling_verdict(
             if level2
             else ""
         )
+        if abs(fused_last / fused_first - 1) < 0.1:
+            fused_goes = f"stays near {fused_last:.1f} ns"
+        else:
+            fused_goes = f"goes from {fused_first:.1f} to {fused_last:.1f} ns"
         return (
             f"The fused kernel's slope is {fused_says}; the naive one is steeper. "
             f"The lower panel shows why: the naive version's time *per score* rises "
             f"from {naive_first:.1f} ns at {first:,} tokens to {naive_last:.1f} ns "
-            f"at {last:,}, while the fused kernel's goes from {fused_first:.1f} to "
-            f"{fused_last:.1f} ns. The naive version writes whole *n* × *n* "
+            f"at {last:,}, while the fused kernel's {fused_goes}. "
+            f"The naive version writes whole *n* × *n* "
             f"matrices to memory (the table below measures them). Once they "
             f"outgrow the processor's caches{cache}, every score makes a trip to "
             f"slower memory and back. The fused kernel never holds a whole matrix "
