@@ -190,7 +190,7 @@ _CSS = """
   border-bottom: 2px solid var(--qkv-accent); }}
 #{id} .qkv-x-bar {{ height: 4px; margin-top: 1px; background: var(--qkv-accent); }}
 #{id} .qkv-x-bar.qkv-x-second {{ background: var(--qkv-second); }}
-#{id} .qkv-x-note {{ color: var(--qkv-warn); min-height: 1.45em; margin: .2em 0; }}
+#{id} .qkv-x-note {{ color: var(--qkv-warn); margin: .2em 0; }}
 #{id} .qkv-x-status {{ min-height: 1.45em; margin: .3em 0 0; }}
 #{id} .qkv-x-grids {{ display: flex; flex-wrap: wrap; gap: .5em 2em;
   align-items: flex-start; }}
