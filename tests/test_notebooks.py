@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -130,6 +131,14 @@ def test_both_editions_run_in_a_fresh_environment(built_book, student_site, tmp_
         make_variable(ROOT, "TORCH"),
         *torch_from,
     )
+    package = tmp_path / "package"  # a copy: building writes build/ beside it
+    shutil.copytree(
+        ROOT / "src",
+        package / "src",
+        ignore=shutil.ignore_patterns("*.egg-info", "__pycache__"),
+    )
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy2(ROOT / name, package / name)
     run(
         uv,
         "pip",
@@ -137,7 +146,7 @@ def test_both_editions_run_in_a_fresh_environment(built_book, student_site, tmp_
         "--quiet",
         "--python",
         python,
-        f"{ROOT}[notebooks]",
+        f"{package}[notebooks]",
         "nbclient",
         "ipykernel",
     )

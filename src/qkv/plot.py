@@ -67,6 +67,12 @@ def use_book_style() -> None:
         set_matplotlib_formats("svg", metadata=SVG_METADATA)
 
 
+def book_style():
+    """The book's figure style inside a ``with`` block only, for figures that the
+    package draws for the reader (the static figures of :mod:`qkv.explorables`)."""
+    return mpl.rc_context(_BOOK_RC)
+
+
 def _as_array(weights: torch.Tensor | np.ndarray) -> np.ndarray:
     if isinstance(weights, torch.Tensor):
         weights = weights.detach().cpu().numpy()
@@ -165,6 +171,7 @@ def head_grid(
     ncols: int | None = None,
     annotate: bool = False,
     decimals: int = 2,
+    width: float | None = None,
 ) -> Figure:
     """One heatmap per head, side by side, on a shared colour scale.
 
@@ -175,6 +182,11 @@ def head_grid(
         ncols: heads per row of the grid (default: all in one row, at most 4).
         annotate: write each weight in its cell.
         decimals: decimals of the annotations.
+        width: the figure's width in inches, e.g. :data:`MAX_WIDTH_IN` for a
+            figure the page shows at its natural size (its text as large as the
+            caption). The panels share it, and only the left column and the
+            bottom row carry the labels. Default: a width that grows with the
+            number of columns, each panel labelled.
 
     Returns:
         The figure.
@@ -190,13 +202,16 @@ def head_grid(
         raise ValueError(f"got {len(titles)} titles for {n_heads} heads")
     ncols = min(n_heads, 4) if ncols is None else ncols
     nrows = -(-n_heads // ncols)
-    cell = 0.45 if n_cols > 8 else 0.6
+    if width is None:
+        cell = 0.45 if n_cols > 8 else 0.6
+        figsize = (ncols * (1.2 + cell * n_cols), nrows * (1.0 + cell * n_rows))
+    elif not width > 0:
+        raise ValueError(f"width must be a number of inches > 0, got {width!r}")
+    else:  # labels on the left (about 1 inch) and a colour bar (about 0.8 inch)
+        cell = (width - 1.8) / (ncols * n_cols)
+        figsize = (width, nrows * (0.5 + cell * n_rows) + 1.0)
     fig, axes = plt.subplots(
-        nrows,
-        ncols,
-        figsize=(ncols * (1.2 + cell * n_cols), nrows * (1.0 + cell * n_rows)),
-        layout="constrained",
-        squeeze=False,
+        nrows, ncols, figsize=figsize, layout="constrained", squeeze=False
     )
     vmax = float(array.max())
     for h, ax in enumerate(axes.flat):
@@ -216,5 +231,9 @@ def head_grid(
             xlabel="key" if h // ncols == nrows - 1 else "",
             ylabel="query" if h % ncols == 0 else "",
         )
+        if width is not None:  # labels on the outer panels only
+            last_row = h + ncols >= n_heads
+            ax.tick_params(labelleft=h % ncols == 0, labelbottom=last_row)
+            ax.set_xlabel("key" if last_row else "")
     fig.colorbar(axes.flat[0].images[0], ax=axes, shrink=0.8)
     return fig
