@@ -302,13 +302,6 @@ EQUATIONS = """() => [...document.querySelectorAll('mjx-container[display="true"
         };
     })"""
 
-#: Equations too wide for the column at 1280 pixels, in chapters that others are
-#: rewriting (not to be edited here): page -> equation ids. An entry that fits
-#: again fails the test, so that the list stays true.
-KNOWN_WIDE = {
-    "book/cost-of-attention": {"equation-cost-eq-count", "equation-cost-eq-online"},
-}
-
 
 def equations_of(browser, url: str, width: int, height: int) -> list[dict]:
     context = browser.new_context(viewport={"width": width, "height": height})
@@ -323,15 +316,12 @@ def equations_of(browser, url: str, width: int, height: int) -> list[dict]:
 
 def test_display_equations_fit_the_column_on_a_laptop(site, browser):
     """At 1280 pixels, no display equation is wider than the space it is given."""
-    too_wide, still_wide, measured = [], set(), 0
+    too_wide, measured = [], 0
     for page_name in pages(ROOT):
         for eq in equations_of(browser, f"{site}/{page_name}.html", 1280, 900):
             measured += 1
             wide = eq["math"] > eq["box"] + 1 or eq["right"] > eq["columnRight"] + 1
             if not wide:
-                continue
-            if eq["name"] in KNOWN_WIDE.get(page_name, set()):
-                still_wide.add((page_name, eq["name"]))
                 continue
             too_wide.append(
                 f"{page_name} {eq['name']}: {eq['math']:.0f} px of math in a box of "
@@ -339,8 +329,6 @@ def test_display_equations_fit_the_column_on_a_laptop(site, browser):
             )
     assert measured > 30, measured
     assert not too_wide, "\n".join(too_wide)
-    known = {(page, name) for page, names in KNOWN_WIDE.items() for name in names}
-    assert still_wide == known, f"fit now, remove from KNOWN_WIDE: {known - still_wide}"
 
 
 def test_display_equations_scroll_but_are_never_cut_off_on_a_phone(site, browser):
