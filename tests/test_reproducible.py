@@ -227,3 +227,17 @@ def test_the_same_figure_gives_the_same_svg(monkeypatch):
         InteractiveShell.clear_instance()
     assert svgs[0] == svgs[1]
     assert "<dc:date>" not in svgs[0] and "clip-path" in svgs[0]
+
+
+def test_every_test_starts_from_the_same_random_state():
+    """conftest seeds the generators before each test (unseeded draws repeat)."""
+    import random
+
+    import numpy as np
+    import torch
+
+    assert torch.equal(
+        torch.rand(3), torch.rand(3, generator=torch.Generator().manual_seed(0))
+    )
+    assert np.random.rand() == np.random.RandomState(0).rand()
+    assert random.random() == random.Random(0).random()
