@@ -159,6 +159,9 @@ def test_the_quiet_filter_drops_dumps_and_never_a_warning():
     assert not quiet.filter(record(config, "1.4.0", "NbParserConfig(a=1)"))
     assert not quiet.filter(record("myst v3.0.1: MdParserConfig(x=2)"))
     assert not quiet.filter(record("[etoc] Changing master_doc to 'book/intro'"))
+    assert not quiet.filter(
+        record("[etoc] missing index.html written as redirect to 'a.html'")
+    )
     assert quiet.filter(record("reading sources... [ 50%] book/masking"))
     assert quiet.filter(record("build succeeded."))
     warning = record("myst v3.0.1: MdParserConfig(bad)", level=logging.WARNING)

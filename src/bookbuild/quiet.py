@@ -21,6 +21,7 @@ from sphinx.application import Sphinx
 NOISE = re.compile(
     r"myst(-nb)? v[\d.]+: \w+ParserConfig\("  # the parsers' whole configuration
     r"|\[etoc\] Changing master_doc"
+    r"|\[etoc\] missing index\.html written as redirect"
     r"|sphinx-multitoc-numbering v[\d.]+: Loaded"
     r"|building \[mo\]: targets for 0 po files"
 )
