@@ -281,3 +281,20 @@ def _pages() -> list[str]:
     from bookbuild.toc import pages
 
     return pages(ROOT)
+
+
+def test_a_commit_during_the_builds_is_reported_not_compared(tmp_path, monkeypatch):
+    """Each page's footer names the commit: two builds either side of a commit
+    differ everywhere, which says nothing about the build; the command says so."""
+    commits = iter(["aaaaaaa", "bbbbbbb"])
+    monkeypatch.setattr(same_site, "commit", lambda root, mark_changes: next(commits))
+    monkeypatch.setattr(same_site, "copy_book", lambda root, target: target)
+
+    def fake_build(copy, env, prefill):
+        site = Path(copy) / "html"
+        site.mkdir(parents=True)
+        (site / "index.html").write_text(f"built from {copy.name}")
+        return type("Built", (), {"returncode": 0, "output": "", "html": site})
+
+    monkeypatch.setattr(same_site, "build_book", fake_build)
+    assert same_site.main([str(tmp_path)]) == 3

@@ -32,6 +32,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from bookbuild.build_info import commit
 from bookbuild.stale_files import IMAGE_REFERENCE, IMAGES
 from bookbuild.testing import build_book
 
@@ -177,7 +178,7 @@ def main(argv: list[str]) -> int:
     folder = root / "_build" / "same-site"
     env = {"SOURCE_DATE_EPOCH": os.environ.get("SOURCE_DATE_EPOCH", "")}
     env["SOURCE_DATE_EPOCH"] = env["SOURCE_DATE_EPOCH"] or _source_date(root)
-    sites = []
+    sites, commit_before = [], commit(root, mark_changes=False)
     for name in ("a", "b"):
         copy = copy_book(root, folder / name)
         print(f"same site: building a clean copy in {copy} ...", flush=True)
@@ -189,6 +190,14 @@ def main(argv: list[str]) -> int:
             return 2
         print(f"same site: built in {time.perf_counter() - start:.0f} s", flush=True)
         sites.append(build.html)
+    commit_after = commit(root, mark_changes=False)
+    if commit_after != commit_before:
+        # Every page's footer names the commit: the comparison would show nothing.
+        print(
+            f"same site: the commit changed during the builds ({commit_before} -> "
+            f"{commit_after}): every page differs; run again without committing"
+        )
+        return 3
     differences = compare_sites(*sites, TIMED_PAGES)
     unexplained = [d for d in differences if not d.reason]
     total = len(_files(sites[0]) | _files(sites[1]))
