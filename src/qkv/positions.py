@@ -39,6 +39,7 @@ from torch import Tensor, nn
 
 from qkv.attention import (
     MultiHeadAttention,
+    _broadcast,
     concat_heads,
     scaled_dot_product_attention,
     split_heads,
@@ -154,8 +155,8 @@ def rope(
     _check_base(base)
     positions = _as_positions("positions", positions).to(x.device)
     try:
-        fits = positions.shape[-1] == length and torch.broadcast_shapes(
-            positions.shape, x.shape[:-1]
+        fits = positions.shape[-1] == length and _broadcast(
+            tuple(positions.shape), tuple(x.shape[:-1])
         ) == tuple(x.shape[:-1])
     except RuntimeError:
         fits = False
@@ -660,9 +661,9 @@ def extrapolation(
     task: str = "latest",
     encodings: tuple[str, ...] = ENCODINGS,
     train_len: int = 16,
-    steps: int = 300,
+    steps: int = 150,
     batch_size: int = 64,
-    lr: float = 3e-3,
+    lr: float = 5e-3,
     embed_dim: int = 32,
     num_heads: int = 4,
     n_test: int = 500,
