@@ -661,7 +661,7 @@ def extrapolation(
     task: str = "latest",
     encodings: tuple[str, ...] = ENCODINGS,
     train_len: int = 16,
-    steps: int = 150,
+    steps: int = 120,
     batch_size: int = 64,
     lr: float = 5e-3,
     embed_dim: int = 32,
