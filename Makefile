@@ -8,24 +8,62 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
-# Stamp of the last install: redone when the requirements or the package metadata change.
+# --compile-bytecode: imports are fast from the first build, even where the
+# environment sets PYTHONDONTWRITEBYTECODE.
+UV := $(BIN)/uv --quiet
+UV_INSTALL := $(UV) pip install --compile-bytecode --python $(BIN)/python --no-deps
+# Stamp of the last install: redone when the lock or the package metadata change.
 INSTALLED := $(VENV)/.installed
 PORT ?= 8000
+
+# torch is installed first, alone, as the CPU build: on Linux from PyTorch's CPU
+# index (PyPI's Linux wheel is the CUDA build, several GB), elsewhere from PyPI
+# (its macOS and Windows wheels are CPU builds). A folder of wheels that pip is
+# configured to use (find-links) and that holds this torch is used instead, with
+# no index: machines that cannot reach PyTorch's index. For the CUDA build:
+#   make book TORCH="torch==2.13.0" TORCH_FROM="--index-url https://download.pytorch.org/whl/cu128"
+TORCH_VERSION := 2.13.0
+LINUX := $(filter Linux,$(shell uname -s))
+TORCH ?= torch==$(TORCH_VERSION)$(if $(LINUX),+cpu)
+LOCAL_WHEELS := $(firstword $(PIP_FIND_LINKS) \
+	$(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null))
+TORCH_FROM ?= $(strip \
+	$(if $(wildcard $(LOCAL_WHEELS)/$(subst ==,-,$(TORCH))-*.whl), \
+		--no-index --find-links $(LOCAL_WHEELS), \
+		$(if $(LINUX),--index-url https://download.pytorch.org/whl/cpu)))
 
 # Kernels inherit the environment: a headless MPLBACKEND would hide every figure.
 unexport MPLBACKEND
 
-.PHONY: book test serve clean bench bench-toy pdf
+.PHONY: book test serve clean bench bench-toy bench-attention bench-models pdf lock addresses notebooks-branch
 
-$(INSTALLED): requirements.txt pyproject.toml
+# Every package at the version of requirements.lock (uv installs them in
+# seconds), torch as above, and the book's two packages (qkv, bookbuild) editable.
+$(INSTALLED): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check \
+		"uv==$$(sed -n 's/^uv==//p' requirements.lock)"
+	$(UV_INSTALL) "$(TORCH)" $(TORCH_FROM)
+	$(UV_INSTALL) -r requirements.lock
+	$(UV_INSTALL) -e .
 	touch $@
+
+# Re-resolve requirements.txt into requirements.lock (after editing it).
+lock: $(INSTALLED)
+	$(BIN)/python -m bookbuild.lock
+
+# For the publishing workflow: the public addresses into _config.yml, and the
+# files of the `notebooks` branch (after `make book` and `make book EDITION=student`).
+addresses: $(INSTALLED)
+	$(BIN)/python -m bookbuild.urls --repository "$(REPOSITORY)" --site "$(SITE)"
+
+notebooks-branch: $(INSTALLED)
+	$(BIN)/python -m bookbuild.notebooks --repository "$(REPOSITORY)"
 
 # Everything the site is built from: if none of it changed since the last
 # successful build, `make book` has nothing to do.
-BOOK_INPUTS := $(shell find book src/qkv _ext img -type f -not -name '*.pyc' \
-	2>/dev/null) _config.yml _toc.yml references.bib requirements.txt pyproject.toml
+BOOK_INPUTS := $(shell find book src _ext img -type f -not -name '*.pyc' \
+	2>/dev/null) _config.yml _toc.yml references.bib requirements.lock pyproject.toml
 BUILT := _build/html/.built
 # `make book EDITION=student`: the same book without solutions, in its own folder.
 EDITION ?= full
@@ -35,7 +73,7 @@ book: $(if $(filter student,$(EDITION)),$(STUDENT_BUILT),$(BUILT))
 
 $(STUDENT_BUILT): $(INSTALLED) $(BOOK_INPUTS)
 	@mkdir -p $(@D) && touch $@.start
-	$(BIN)/python _ext/prefill_cache.py
+	$(BIN)/python -P -m bookbuild.prefill
 	QKV_EDITION=student $(BIN)/jupyter-book build . -W -n --keep-going \
 		--path-output _build/student
 	@echo "student edition: _build/student/_build/html/index.html"
@@ -47,7 +85,7 @@ $(STUDENT_BUILT): $(INSTALLED) $(BOOK_INPUTS)
 # or right after it, is newer than the stamp and triggers the next build.
 $(BUILT): $(INSTALLED) $(BOOK_INPUTS)
 	@mkdir -p $(@D) && touch $@.start
-	$(BIN)/python _ext/prefill_cache.py
+	$(BIN)/python -P -m bookbuild.prefill
 	$(BIN)/jupyter-book build . -W -n --keep-going
 	@mv $@.start $@
 
@@ -62,15 +100,27 @@ serve: book
 
 # One PDF handout per chapter in _build/pdf, printed by headless Chromium.
 pdf: book
-	$(BIN)/python scripts/handouts.py
+	$(BIN)/python -m bookbuild.handouts
 
 # Build speed: cold, nothing changed, prose edited, src/qkv edited (minutes).
 bench: $(INSTALLED)
-	$(BIN)/python bench/build.py
+	$(BIN)/python -m bookbuild.bench
 
 # The targets of the tiny trained model (chapter "How attention learns").
 bench-toy: $(INSTALLED)
-	$(BIN)/python bench/toy.py
+	$(BIN)/python -m bookbuild.bench_toy
+
+# The models of "Attention on images" and "Cross-attention" against their targets.
+bench-models: $(INSTALLED)
+	$(BIN)/python -m bookbuild.bench_models
+
+# qkv.MultiHeadAttention's fast path against PyTorch's modules (one thread).
+bench-attention: $(INSTALLED)
+	$(BIN)/python -m bookbuild.bench_attention
 
 clean:
 	rm -rf _build
+
+# `make print-TORCH`: the value of a variable (for the tests and for curious users).
+print-%:
+	@echo $($*)

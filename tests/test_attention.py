@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -10,6 +12,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import qkv
 from qkv import (
@@ -20,9 +23,19 @@ from qkv import (
     padding_mask,
     scaled_dot_product_attention,
     split_heads,
+    tiled_attention,
 )
+from qkv.transformer import FeedForward, TransformerBlock, sinusoidal_positions
 
 DOUBLE = torch.float64
+ROOT = Path(__file__).resolve().parents[1]
+NAN, INF = float("nan"), float("inf")
+
+
+@pytest.fixture(autouse=True)
+def seeded():
+    """Every module built in a test starts from the same weights."""
+    torch.manual_seed(0)
 
 
 def rand(*shape: int, seed: int = 0) -> torch.Tensor:
@@ -153,7 +166,7 @@ def test_default_scale_is_one_over_sqrt_of_key_dim():
     torch.testing.assert_close(default, explicit)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, derandomize=True)
 @given(
     batch=st.lists(st.integers(1, 3), min_size=0, max_size=2),
     query_len=st.integers(1, 6),
@@ -374,6 +387,109 @@ BAD_SDPA = {
         lambda: sdpa((2, 4, 8), (3, 6, 8), (3, 6, 8)),
         r"batch dims .* query \(2, 4, 8\), key \(3, 6, 8\)",
     ),
+    "float32 query, float64 key": (
+        lambda: scaled_dot_product_attention(
+            rand(4, 8).float(), rand(6, 8), rand(6, 8)
+        ),
+        r"same dtype, got query torch.float32, key torch.float64 "
+        r"and value torch.float64",
+    ),
+    "float64 value": (
+        lambda: scaled_dot_product_attention(
+            rand(4, 8).float(), rand(6, 8).float(), rand(6, 8)
+        ),
+        r"same dtype, got .* and value torch.float64",
+    ),
+    "half query": (
+        lambda: scaled_dot_product_attention(
+            rand(4, 8).half(), rand(6, 8).float(), rand(6, 8).float()
+        ),
+        r"same dtype, got query torch.float16",
+    ),
+    "E = 0": (
+        lambda: sdpa((4, 0), (6, 0), (6, 8)),
+        r"query and key must have a feature size .* at least 1, got "
+        r"query \(4, 0\) and key \(6, 0\)",
+    ),
+    "Ev = 0": (
+        lambda: sdpa((4, 8), (6, 8), (6, 0)),
+        r"value must have a feature size .* at least 1, got value \(6, 0\)",
+    ),
+    "integer query": (
+        lambda: scaled_dot_product_attention(
+            torch.ones(4, 8, dtype=torch.long), rand(6, 8), rand(6, 8)
+        ),
+        r"query must be a floating tensor, got dtype torch.int64",
+    ),
+    "scale is a string": (
+        lambda: sdpa((4, 8), (6, 8), (6, 8), scale="0.5"),
+        r"scale must be a number .*got '0.5' of type str",
+    ),
+    "scale is a bool": (
+        lambda: sdpa((4, 8), (6, 8), (6, 8), scale=True),
+        r"scale must be a number .*got True of type bool",
+    ),
+    "scale is NaN": (
+        lambda: sdpa((4, 8), (6, 8), (6, 8), scale=NAN),
+        r"scale must be finite, got nan",
+    ),
+    "scale is inf": (
+        lambda: sdpa((4, 8), (6, 8), (6, 8), scale=INF),
+        r"scale must be finite, got inf",
+    ),
+    "scale is a tensor of two elements": (
+        lambda: sdpa((4, 8), (6, 8), (6, 8), scale=torch.tensor([0.5, 0.25])),
+        r"scale must be .* tensor of shape \(\) or \(1,\), got a tensor of "
+        r"shape \(2,\)",
+    ),
+    "scale is a (1, 1) tensor": (
+        lambda: sdpa((4, 8), (6, 8), (6, 8), scale=torch.ones(1, 1)),
+        r"got a tensor of shape \(1, 1\)",
+    ),
+    "scale is an integer tensor": (
+        lambda: sdpa((4, 8), (6, 8), (6, 8), scale=torch.tensor(2)),
+        r"got a tensor of shape \(\) and dtype torch.int64",
+    ),
+    "scale is a NaN tensor": (
+        lambda: sdpa((4, 8), (6, 8), (6, 8), scale=torch.tensor(NAN)),
+        r"scale must be finite, got tensor\(nan\)",
+    ),
+    "is_causal is a string": (
+        lambda: sdpa((4, 8), (6, 8), (6, 8), is_causal="no"),
+        r"is_causal must be True or False, got 'no' of type str",
+    ),
+    "is_causal is 1": (
+        lambda: sdpa((4, 8), (6, 8), (6, 8), is_causal=1),
+        r"is_causal must be True or False, got 1 of type int",
+    ),
+    "is_causal is None": (
+        lambda: sdpa((4, 8), (6, 8), (6, 8), is_causal=None),
+        r"is_causal must be True or False, got None",
+    ),
+    "mask is a list": (
+        lambda: sdpa((2, 3), (2, 3), (2, 3), attn_mask=[[True, False]] * 2),
+        r"attn_mask must be a bool tensor .*got <class 'list'>",
+    ),
+    "tiled: is_causal is a string": (
+        lambda: tiled_attention(rand(4, 8), rand(6, 8), rand(6, 8), is_causal="no"),
+        r"is_causal must be True or False, got 'no'",
+    ),
+    "tiled: scale is NaN": (
+        lambda: tiled_attention(rand(4, 8), rand(6, 8), rand(6, 8), scale=NAN),
+        r"scale must be finite, got nan",
+    ),
+    "tiled: mixed dtypes": (
+        lambda: tiled_attention(rand(4, 8), rand(6, 8).float(), rand(6, 8)),
+        r"same dtype, got query torch.float64, key torch.float32",
+    ),
+    "tiled: block_size is a float": (
+        lambda: tiled_attention(rand(4, 8), rand(6, 8), rand(6, 8), block_size=2.0),
+        r"block_size must be an int >= 1, got 2.0 of type float",
+    ),
+    "tiled: E = 0": (
+        lambda: tiled_attention(rand(4, 0), rand(6, 0), rand(6, 8)),
+        r"feature size .* at least 1, got query \(4, 0\)",
+    ),
 }
 
 
@@ -422,6 +538,142 @@ BAD_MODULES = {
         r"max_len=4 .* \[3, 5\]",
     ),
     "causal_mask negative": (lambda: causal_mask(-1), r"query_len .* -1"),
+    "causal_mask float": (
+        lambda: causal_mask(3.0),
+        r"query_len must be an int >= 0, got 3.0 of type float",
+    ),
+    "causal_mask key_len bool": (
+        lambda: causal_mask(3, True),
+        r"key_len must be an int >= 0, got True of type bool",
+    ),
+    "padding_mask float max_len": (
+        lambda: padding_mask([3, 1], max_len=4.5),
+        r"max_len must be an int >= 0, got 4.5 of type float",
+    ),
+    "padding_mask whole float max_len": (
+        lambda: padding_mask([3, 1], max_len=4.0),
+        r"max_len must be an int >= 0, got 4.0 of type float",
+    ),
+    "padding_mask negative max_len": (
+        lambda: padding_mask([0, 0], max_len=-1),
+        r"max_len must be an int >= 0, got -1",
+    ),
+    "padding_mask float lengths": (
+        lambda: padding_mask([2.5, 1.0]),
+        r"lengths must be a 1-D tensor of integers, got shape \(2,\) "
+        r"and dtype torch.float32",
+    ),
+    "padding_mask negative lengths": (
+        lambda: padding_mask([2, -1]),
+        r"lengths must be non-negative, got \[2, -1\]",
+    ),
+    "split_heads float num_heads": (
+        lambda: split_heads(rand(2, 5, 12), 2.0),
+        r"num_heads must be an int >= 1, got 2.0 of type float",
+    ),
+    "embed_dim float": (
+        lambda: MultiHeadAttention(12.0, 3),
+        r"embed_dim must be an int >= 1, got 12.0 of type float",
+    ),
+    "self-attention embed_dim 0": (
+        lambda: SelfAttention(0),
+        r"embed_dim must be an int >= 1, got 0",
+    ),
+    "self-attention bias a string": (
+        lambda: SelfAttention(4, bias="no"),
+        r"bias must be True or False, got 'no'",
+    ),
+    "num_kv_heads does not divide num_heads": (
+        lambda: MultiHeadAttention(24, 6, num_kv_heads=4),
+        r"num_kv_heads=4 must divide num_heads=6",
+    ),
+    "num_kv_heads above num_heads": (
+        lambda: MultiHeadAttention(24, 6, num_kv_heads=12),
+        r"num_kv_heads=12 must divide num_heads=6",
+    ),
+    "num_kv_heads 0": (
+        lambda: MultiHeadAttention(24, 6, num_kv_heads=0),
+        r"num_kv_heads must be an int >= 1, got 0",
+    ),
+    "num_kv_heads float": (
+        lambda: MultiHeadAttention(24, 6, num_kv_heads=2.0),
+        r"num_kv_heads must be an int >= 1, got 2.0 of type float",
+    ),
+    "bias passed third, where num_kv_heads is": (
+        lambda: MultiHeadAttention(24, 6, False),
+        r"num_kv_heads must be an int >= 1, got False of type bool",
+    ),
+    "mha need_weights a string": (
+        lambda: make_pair()[1](rand(2, 5, 12), need_weights="no"),
+        r"need_weights must be True or False, got 'no'",
+    ),
+    "mha is_causal a string": (
+        lambda: make_pair()[1](rand(2, 5, 12), is_causal="yes", need_weights=False),
+        r"is_causal must be True or False, got 'yes'",
+    ),
+    "mha float32 input, float64 weights": (
+        lambda: make_pair()[1](rand(2, 5, 12).float()),
+        r"query has dtype torch.float32 but the module's weights have dtype "
+        r"torch.float64",
+    ),
+    "mha key and value lengths differ": (
+        lambda: make_pair()[1](rand(2, 5, 12), rand(2, 4, 12), rand(2, 3, 12)),
+        r"key and value .* got key \(2, 4, 12\) and value \(2, 3, 12\)",
+    ),
+    "mha fast path, mask of the wrong shape": (
+        lambda: make_pair()[1](
+            rand(2, 5, 12),
+            attn_mask=torch.ones(4, 5, dtype=torch.bool),
+            need_weights=False,
+        ),
+        r"attn_mask of shape \(4, 5\) .* \(2, 3, 5, 5\)",
+    ),
+    "mha fast path, float mask": (
+        lambda: make_pair()[1](
+            rand(2, 5, 12), attn_mask=torch.zeros(5, 5), need_weights=False
+        ),
+        r"attn_mask must be a bool tensor .*torch.float32",
+    ),
+    "mha fast path, mask with is_causal": (
+        lambda: make_pair()[1](
+            rand(2, 5, 12),
+            attn_mask=torch.ones(5, 5, dtype=torch.bool),
+            is_causal=True,
+            need_weights=False,
+        ),
+        r"either attn_mask or is_causal=True",
+    ),
+    "mha batch dims do not broadcast": (
+        lambda: make_pair()[1](rand(2, 5, 12), rand(3, 4, 12)),
+        r"batch dims .* query \(2, 5, 12\), key \(3, 4, 12\)",
+    ),
+    "from_torch with grouped-query attention": (
+        lambda: MultiHeadAttention.from_torch(
+            nn.MultiheadAttention(12, 6), num_kv_heads=2
+        ),
+        r"one key/value head per query head \(num_heads=6\): it cannot give "
+        r"num_kv_heads=2",
+    ),
+    "feed-forward ff_dim 0": (
+        lambda: FeedForward(8, 0),
+        r"ff_dim must be an int >= 1, got 0",
+    ),
+    "feed-forward embed_dim float": (
+        lambda: FeedForward(8.0, 16),
+        r"embed_dim must be an int >= 1, got 8.0 of type float",
+    ),
+    "transformer block eps 0": (
+        lambda: TransformerBlock(8, 2, 16, eps=0.0),
+        r"eps must be a finite number > 0, got 0.0",
+    ),
+    "sinusoidal positions base NaN": (
+        lambda: sinusoidal_positions(4, 8, base=NAN),
+        r"base must be a finite number > 0, got nan",
+    ),
+    "sinusoidal positions float length": (
+        lambda: sinusoidal_positions(4.0, 8),
+        r"length must be an int >= 1, got 4.0 of type float",
+    ),
 }
 
 
@@ -472,3 +724,407 @@ def test_tiled_rejects_bad_input():
         qkv.tiled_attention(rand(4, 8), rand(4, 8), rand(4, 8), block_size=0)
     with pytest.raises(ValueError, match=r"query \(4, 8\) and key \(4, 5\)"):
         qkv.tiled_attention(rand(4, 8), rand(4, 5), rand(4, 8))
+
+
+# --- legitimate edge cases: empty sequences, a scale given as a tensor --------------
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_empty_query_or_key_sequences_are_allowed(causal):
+    query, key, value = rand(2, 4, 8), rand(2, 6, 8, seed=1), rand(2, 6, 3, seed=2)
+    # No query (L = 0): an empty output, as in PyTorch.
+    output, weights = scaled_dot_product_attention(
+        query[:, :0], key, value, is_causal=causal
+    )
+    assert output.shape == (2, 0, 3) and weights.shape == (2, 0, 6)
+    # No key (S = 0): every query may attend to nothing, so its output is 0.
+    output, weights = scaled_dot_product_attention(
+        query, key[:, :0], value[:, :0], is_causal=causal
+    )
+    assert torch.equal(output, torch.zeros(2, 4, 3, dtype=DOUBLE))
+    assert weights.shape == (2, 4, 0)
+    expected = F.scaled_dot_product_attention(
+        query, key[:, :0], value[:, :0], is_causal=causal
+    )
+    torch.testing.assert_close(output, expected)
+    tiled = tiled_attention(query, key[:, :0], value[:, :0], is_causal=causal)
+    assert torch.equal(tiled, torch.zeros(2, 4, 3, dtype=DOUBLE))
+
+
+def test_scale_as_a_tensor_equals_the_number_and_gets_a_gradient():
+    query, key, value = rand(4, 8), rand(6, 8, seed=1), rand(6, 3, seed=2)
+    number, _ = scaled_dot_product_attention(query, key, value, scale=0.3)
+    for shape in [(), (1,)]:
+        scale = torch.full(shape, 0.3, dtype=DOUBLE, requires_grad=True)
+        output, _ = scaled_dot_product_attention(query, key, value, scale=scale)
+        torch.testing.assert_close(output, number)
+        output.sum().backward()
+        assert scale.grad is not None and torch.isfinite(scale.grad).all()
+    # A negative or zero scale is legitimate (zero: uniform weights), as in PyTorch.
+    for scale in (-0.5, 0.0, 2):
+        output, _ = scaled_dot_product_attention(query, key, value, scale=scale)
+        expected = F.scaled_dot_product_attention(query, key, value, scale=scale)
+        torch.testing.assert_close(output, expected)
+
+
+# --- NaN and infinity: never hidden, placed where PyTorch places them ---------------
+
+
+def poisoned(tensor: torch.Tensor, index: tuple, number: float) -> torch.Tensor:
+    tensor = tensor.clone()
+    tensor[index] = number
+    return tensor
+
+
+POISON = {
+    "NaN in query 1": ("query", (0, 1, 2), NAN),
+    "NaN in query 2 of batch 0": ("query", (0, 2, 0), NAN),  # masked: no key
+    "NaN in key 3": ("key", (0, 3, 0), NAN),
+    "NaN in value 2": ("value", (1, 2, 1), NAN),
+    "inf in query 0": ("query", (1, 0, 0), INF),
+    "-inf in key 0": ("key", (0, 0, 3), -INF),
+    "inf in value 4": ("value", (0, 4, 2), INF),
+}
+
+
+def mask_with_an_empty_row() -> torch.Tensor:
+    mask = random_mask(2, 4, 6, seed=5)
+    mask[0, 2] = False  # query 2 of batch 0 may attend to nothing
+    mask[1, :, 3] = False  # key 3 of batch 1 is hidden from everyone (padding)
+    return mask
+
+
+@pytest.mark.parametrize("where", POISON.values(), ids=POISON.keys())
+@pytest.mark.parametrize("masking", ["none", "mask", "causal"])
+def test_nan_and_inf_reach_the_output_as_in_pytorch(where, masking):
+    inputs = {
+        "query": rand(2, 4, 8),
+        "key": rand(2, 6, 8, seed=1),
+        "value": rand(2, 6, 5, seed=2),
+    }
+    name, index, number = where
+    inputs[name] = poisoned(inputs[name], index, number)
+    options = {
+        "none": {},
+        "mask": {"attn_mask": mask_with_an_empty_row()},
+        "causal": {"is_causal": True},
+    }[masking]
+    output, _ = scaled_dot_product_attention(**inputs, **options)
+    with sdpa_kernel(SDPBackend.MATH):  # PyTorch's reference implementation
+        expected = F.scaled_dot_product_attention(**inputs, **options)
+    assert not torch.isfinite(output).all()  # something did go wrong
+    if math.isnan(number):
+        torch.testing.assert_close(output, expected, equal_nan=True)
+    else:
+        # An infinite input: NaN wherever PyTorch has NaN, the same numbers
+        # elsewhere, except that a row whose every allowed score is -inf is NaN
+        # here (0/0) where PyTorch gives 0 (it treats it as a row with no key).
+        assert not (torch.isnan(expected) & ~torch.isnan(output)).any()
+        finite = ~torch.isnan(output)
+        torch.testing.assert_close(output[finite], expected[finite])
+    if masking == "mask" and index == (0, 2, 0):
+        # Query 2 of batch 0 may attend to nothing, but its own input is NaN:
+        # its output is NaN, not the 0 of an empty row.
+        assert torch.isnan(output[0, 2]).all()
+
+
+def test_a_nan_behind_a_mask_is_not_hidden():
+    query, key, value = rand(1, 3, 4), rand(1, 5, 4, seed=1), rand(1, 5, 2, seed=2)
+    mask = torch.ones(3, 5, dtype=torch.bool)
+    mask[:, 4] = False  # nobody may look at key 4 ...
+    key = poisoned(key, (0, 4, 0), NAN)  # ... which holds a NaN
+    output, weights = scaled_dot_product_attention(query, key, value, attn_mask=mask)
+    assert torch.isnan(output).all() and torch.isnan(weights).all()
+    # The same input with a finite number there: key 4 has no influence at all.
+    finite = poisoned(key, (0, 4, 0), 1e6)
+    clean, _ = scaled_dot_product_attention(query, finite, value, attn_mask=mask)
+    expected, _ = scaled_dot_product_attention(
+        query, key[:, :4], value[:, :4], attn_mask=mask[:, :4]
+    )
+    torch.testing.assert_close(clean, expected)
+
+
+@pytest.mark.parametrize("block_size", [1, 2, 4, 64])
+@pytest.mark.parametrize("where", POISON.values(), ids=POISON.keys())
+def test_tiled_propagates_nan_and_inf_as_pytorch(where, block_size):
+    inputs = {
+        "query": rand(2, 4, 8),
+        "key": rand(2, 6, 8, seed=1),
+        "value": rand(2, 6, 5, seed=2),
+    }
+    name, index, number = where
+    inputs[name] = poisoned(inputs[name], index, number)
+    tiled = tiled_attention(**inputs, block_size=block_size)
+    expected = F.scaled_dot_product_attention(**inputs)
+    assert not torch.isfinite(tiled).all()
+    torch.testing.assert_close(tiled, expected, equal_nan=True)
+
+
+@pytest.mark.parametrize("block_size", [1, 3, 64])
+def test_tiled_causal_nan_reaches_exactly_the_queries_that_see_it(block_size):
+    query, key, value = rand(6, 4), rand(6, 4, seed=1), rand(6, 3, seed=2)
+    # A NaN in query 2: only output row 2 is NaN, the others are unchanged.
+    out = tiled_attention(
+        poisoned(query, (2, 1), NAN), key, value, block_size, is_causal=True
+    )
+    clean = tiled_attention(query, key, value, block_size, is_causal=True)
+    assert torch.isnan(out).any(-1).tolist() == [i == 2 for i in range(6)]
+    rows = [0, 1, 3, 4, 5]
+    torch.testing.assert_close(out[rows], clean[rows])
+    # A NaN in key 0 or value 0, which every query sees: every row is NaN.
+    for tensor in ("key", "value"):
+        inputs = {"query": query, "key": key, "value": value}
+        inputs[tensor] = poisoned(inputs[tensor], (0, 0), NAN)
+        out = tiled_attention(**inputs, block_size=block_size, is_causal=True)
+        assert torch.isnan(out).any(-1).all()  # a NaN in every row
+    # A NaN in key 4 reaches queries 4 and 5, which see it (and, depending on
+    # the tiles, maybe earlier ones, as in PyTorch's fused kernels).
+    out = tiled_attention(
+        query, poisoned(key, (4, 0), NAN), value, block_size, is_causal=True
+    )
+    assert torch.isnan(out[4:]).all()
+
+
+# --- the fast path of MultiHeadAttention: need_weights=False ---------------------
+
+
+def fast_and_readable(module, *args, **kwargs):
+    fast, none = module(*args, need_weights=False, **kwargs)
+    readable, weights = module(*args, need_weights=True, **kwargs)
+    assert none is None and weights is not None
+    return fast, readable, weights
+
+
+def left_padded_causal_mask() -> torch.Tensor:
+    """(B, 1, L, S) with L = S = 5: two queries of batch 0 may attend to nothing."""
+    keep = torch.tensor([[False, False, True, True, True], [True] * 5])
+    return causal_mask(5) & keep[:, None, None, :]
+
+
+FAST_CASES = {
+    "self": dict(shape=(2, 5, 12), kv=None),
+    "cross": dict(shape=(2, 5, 12), kv=(2, 7, 12)),
+    "padding mask": dict(
+        shape=(2, 5, 12), kv=None, mask=padding_mask([5, 3])[:, None, None, :]
+    ),
+    "causal": dict(shape=(2, 5, 12), kv=None, causal=True),
+    "cross, causal (L < S)": dict(shape=(2, 5, 12), kv=(2, 7, 12), causal=True),
+    "empty rows": dict(shape=(2, 5, 12), kv=None, mask=left_padded_causal_mask()),
+    "per-head mask": dict(
+        shape=(2, 5, 12), kv=(2, 6, 12), mask=random_mask(2, 3, 5, 6, seed=7)
+    ),
+    "unbatched": dict(shape=(5, 12), kv=None, causal=True),
+    "two batch dims": dict(shape=(2, 3, 5, 12), kv=(2, 3, 4, 12)),
+    "broadcast batch": dict(shape=(2, 1, 5, 12), kv=(1, 3, 4, 12)),
+}
+
+
+@pytest.mark.parametrize("num_kv_heads", [3, 1], ids=["MHA", "MQA"])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("case", FAST_CASES.values(), ids=FAST_CASES.keys())
+def test_fast_path_equals_readable_path(case, dtype, num_kv_heads):
+    module = MultiHeadAttention(12, 3, num_kv_heads=num_kv_heads).to(dtype)
+    query = rand(*case["shape"]).to(dtype)
+    key = None if case["kv"] is None else rand(*case["kv"], seed=1).to(dtype)
+    options = {"attn_mask": case.get("mask"), "is_causal": case.get("causal", False)}
+    fast, readable, _ = fast_and_readable(module, query, key, **options)
+    tolerance = {} if dtype == DOUBLE else dict(atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(fast, readable, **tolerance)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("shape", [(2, 5, 12), (5, 12)], ids=["batched", "unbatched"])
+def test_fast_path_gives_zero_to_a_query_with_no_key(shape, dtype):
+    # Batched 4-D inputs go to PyTorch's fused kernel, unbatched ones to its math
+    # kernel: both must give the context 0, so the output is W_o's bias exactly.
+    module = MultiHeadAttention(12, 3).to(dtype)
+    mask = left_padded_causal_mask()
+    mask = mask if len(shape) == 3 else mask[0]
+    x = rand(*shape).to(dtype)
+    fast, readable, weights = fast_and_readable(module, x, attn_mask=mask)
+    empty = fast[0, :2] if len(shape) == 3 else fast[:2]
+    assert torch.equal(empty, module.W_o.bias.detach().expand_as(empty))
+    assert torch.isfinite(fast).all()
+    assert torch.equal(
+        readable[0, :2] if len(shape) == 3 else readable[:2], empty.detach()
+    )
+
+
+@pytest.mark.parametrize("num_kv_heads", [3, 1], ids=["MHA", "MQA"])
+@pytest.mark.parametrize("masking", ["none", "causal", "empty rows"])
+def test_fast_path_gradients_equal_readable_path(masking, num_kv_heads):
+    options = {
+        "none": {},
+        "causal": {"is_causal": True},
+        "empty rows": {"attn_mask": left_padded_causal_mask()},
+    }[masking]
+    module = MultiHeadAttention(12, 3, num_kv_heads=num_kv_heads).double()
+    gradients = []
+    for need_weights in (False, True):
+        module.zero_grad(set_to_none=True)
+        x = rand(2, 5, 12).requires_grad_()
+        memory = rand(2, 5, 12, seed=1).requires_grad_()
+        output, _ = module(x, memory, need_weights=need_weights, **options)
+        (output * rand(2, 5, 12, seed=2)).sum().backward()
+        gradients.append([x.grad, memory.grad] + [p.grad for p in module.parameters()])
+    for fast, readable in zip(*gradients, strict=True):
+        assert torch.isfinite(fast).all()
+        torch.testing.assert_close(fast, readable)
+
+
+def test_fast_path_calls_pytorchs_fused_attention(monkeypatch):
+    calls = []
+    fused = F.scaled_dot_product_attention
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs)
+        return fused(*args, **kwargs)
+
+    monkeypatch.setattr(qkv.attention.F, "scaled_dot_product_attention", spy)
+    module = MultiHeadAttention(12, 3, num_kv_heads=1)
+    x = rand(2, 5, 12).float()
+    module(x, is_causal=True, need_weights=False)
+    assert len(calls) == 1
+    assert calls[0]["is_causal"] is True and calls[0]["attn_mask"] is None
+    assert calls[0]["enable_gqa"] is True  # kv heads are not repeated by hand
+    mask = padding_mask([5, 2])[:, None, None, :]
+    module(x, attn_mask=mask, need_weights=False)
+    assert calls[1]["attn_mask"] is mask and calls[1]["is_causal"] is False
+    module(x)  # the readable path computes the weights itself
+    assert len(calls) == 2
+
+
+@pytest.mark.slow
+def test_fast_path_is_about_as_fast_as_pytorch():
+    # Interleaved minima on a small layer; generous room: a busy machine slows
+    # every module alike, and the measured ratio is about 1 (make bench-attention).
+    from bookbuild.bench_attention import compare_attention
+
+    results = compare_attention(
+        batch=2, length=384, embed_dim=384, num_heads=6, rounds=7, backward=False
+    )
+    table = results["inference"]
+    assert set(table) >= {"qkv", "torch MHA", "minimal", "ratio"}
+    assert table["cpu ratio"] <= 1.5 or table["ratio"] <= 1.5, table
+
+
+# --- grouped-query and multi-query attention ---------------------------------------
+
+
+def as_full_mha(gqa: MultiHeadAttention) -> MultiHeadAttention:
+    """Ordinary multi-head attention with the key/value heads of ``gqa``
+    repeated by hand: head h gets key/value head h // (H / Hkv)."""
+    heads, kv_heads, head_dim = gqa.num_heads, gqa.num_kv_heads, gqa.head_dim
+    group = heads // kv_heads
+    full = MultiHeadAttention(gqa.embed_dim, heads).to(gqa.W_q.weight.dtype)
+    with torch.no_grad():
+        for name in ("W_q", "W_o"):
+            getattr(full, name).load_state_dict(getattr(gqa, name).state_dict())
+        for name in ("W_k", "W_v"):
+            small, big = getattr(gqa, name), getattr(full, name)
+            weight = small.weight.view(kv_heads, head_dim, -1)  # (Hkv, E, D)
+            big.weight.copy_(weight.repeat_interleave(group, 0).flatten(0, 1))
+            bias = small.bias.view(kv_heads, head_dim)  # (Hkv, E)
+            big.bias.copy_(bias.repeat_interleave(group, 0).flatten())
+    return full
+
+
+@pytest.mark.parametrize("num_kv_heads", [1, 2, 3, 6])
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_gqa_equals_mha_with_repeated_kv_heads(num_kv_heads, need_weights):
+    gqa = MultiHeadAttention(24, 6, num_kv_heads=num_kv_heads).double()
+    with torch.no_grad():
+        for p in gqa.parameters():  # biases count too
+            p.copy_(torch.randn_like(p))
+    full = as_full_mha(gqa)
+    query, memory = rand(2, 5, 24), rand(2, 7, 24, seed=1)
+    mask = random_mask(2, 1, 5, 7, seed=3)
+    output, weights = gqa(query, memory, attn_mask=mask, need_weights=need_weights)
+    expected, expected_weights = full(query, memory, attn_mask=mask)
+    torch.testing.assert_close(output, expected)
+    if need_weights:
+        assert weights.shape == (2, 6, 5, 7)  # (B, H, L, S): one map per query head
+        torch.testing.assert_close(weights, expected_weights)
+        # query heads sharing a key/value head do not share their maps
+        assert not torch.allclose(weights[:, 0], weights[:, 1])
+
+
+@pytest.mark.parametrize("num_kv_heads", [1, 2, 3])
+@pytest.mark.parametrize("causal", [False, True])
+def test_gqa_equals_pytorch_enable_gqa(num_kv_heads, causal):
+    gqa = MultiHeadAttention(24, 6, num_kv_heads=num_kv_heads).double()
+    x = rand(2, 5, 24)
+    q = split_heads(gqa.W_q(x), 6)  # (B, H, T, E)
+    k = split_heads(gqa.W_k(x), num_kv_heads)  # (B, Hkv, T, E)
+    v = split_heads(gqa.W_v(x), num_kv_heads)
+    assert k.shape == (2, num_kv_heads, 5, 4)
+    context = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
+    expected = gqa.W_o(concat_heads(context))
+    for need_weights in (True, False):
+        output, _ = gqa(x, is_causal=causal, need_weights=need_weights)
+        torch.testing.assert_close(output, expected)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize(
+    ("dim", "heads", "kv_heads"), [(512, 8, 8), (512, 8, 2), (512, 8, 1), (24, 6, 3)]
+)
+def test_gqa_parameter_count(dim, heads, kv_heads, bias):
+    module = MultiHeadAttention(dim, heads, num_kv_heads=kv_heads, bias=bias)
+    kv_dim = kv_heads * (dim // heads)  # Hkv * E
+    # W_q and W_o: D x D (+ D); W_k and W_v: D x Hkv E (+ Hkv E).
+    expected = 2 * (dim * dim + bias * dim) + 2 * (dim * kv_dim + bias * kv_dim)
+    assert sum(p.numel() for p in module.parameters()) == expected
+    assert module.W_k.weight.shape == module.W_v.weight.shape == (kv_dim, dim)
+    if kv_heads == heads:
+        assert expected == 4 * (dim * dim + bias * dim)  # the usual 4 (D^2 + D)
+
+
+def test_from_torch_with_as_many_kv_heads_as_heads():
+    reference, _ = make_pair()
+    for num_kv_heads in (None, 3):
+        ours = MultiHeadAttention.from_torch(reference, num_kv_heads=num_kv_heads)
+        assert ours.num_kv_heads == ours.num_heads == 3
+        x = rand(2, 5, 12)
+        expected, _ = reference(x, x, x)
+        torch.testing.assert_close(ours(x)[0], expected)
+        torch.testing.assert_close(ours(x, need_weights=False)[0], expected)
+
+
+# --- the shape legend ----------------------------------------------------------
+
+
+def test_shape_legend_names_every_letter_used():
+    source = (ROOT / "src" / "qkv" / "attention.py").read_text()
+    legend = re.search(r"Shape legend.*?\n\n(.*?)\n\n", source, re.S).group(1)
+    named = {line.split()[0] for line in legend.splitlines()}
+    comments = re.findall(r"# \(([^)]*)\)", source)
+    assert len(comments) > 20
+    used = set()
+    for comment in comments:
+        used |= set(re.findall(r"\b[A-Za-z][A-Za-z]*\b", comment))
+    assert used - named == set(), f"letters used but not in the legend: {used - named}"
+    assert {"T", "Hkv"} <= named
+
+
+@pytest.mark.parametrize(
+    "shapes",
+    [
+        ((), ()),
+        ((3,), ()),
+        ((2, 1), (1, 4)),
+        ((5, 1, 3), (4, 1)),
+        ((0,), (1,)),
+        ((2,), (3,)),
+    ],
+)
+def test_plain_broadcast_agrees_with_torch(shapes):
+    from qkv.attention import _broadcast
+
+    try:
+        expected = tuple(torch.broadcast_shapes(*shapes))
+    except RuntimeError:
+        with pytest.raises(RuntimeError):
+            _broadcast(*shapes)
+        return
+    assert _broadcast(*shapes) == expected

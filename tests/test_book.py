@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import pickle
 import re
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from conftest import BUILD, HTML, ROOT, is_notebook, lessons, toc_files
+
+from bookbuild import kernels
+from bookbuild.toc import is_notebook, lessons, pages
+
+ROOT = Path(__file__).resolve().parents[1]
+BUILD = ROOT / "_build"
+HTML = BUILD / "html"
+
 
 pytestmark = pytest.mark.book
 
@@ -29,24 +35,21 @@ def test_chapters_ran_in_kernels_forked_from_the_warm_process(built_book):
     )
     assert launches, built_book.output[-3000:]
     forked, ordinary = map(int, launches.groups())
-    sys.path.insert(0, str(ROOT / "_ext"))
-    import warm_kernels
-
-    if warm_kernels.enabled():
+    if kernels.enabled():
         assert forked > 0 and ordinary == 0, (forked, ordinary)
     else:
         assert forked == 0 and ordinary > 0, (forked, ordinary)
 
 
 def test_every_listed_page_is_built(built_book):
-    for page in toc_files():
+    for page in pages(ROOT):
         assert (HTML / f"{page}.html").is_file(), f"{page} is in _toc.yml but not built"
 
 
 def test_every_chapter_executed_without_error(built_book):
     with open(BUILD / ".doctrees" / "environment.pickle", "rb") as handle:
         env = pickle.load(handle)
-    notebooks = [page for page in toc_files() if is_notebook(ROOT, page)]
+    notebooks = [page for page in pages(ROOT) if is_notebook(ROOT, page)]
     assert notebooks, "no executable chapter found"
     for page in notebooks:
         data = env.nb_metadata.get(page, {}).get("exec_data")
@@ -126,7 +129,7 @@ def test_every_page_declares_an_icon_that_exists(built_book):
 
 def test_site_root_redirects_to_the_first_page(built_book):
     index = (HTML / "index.html").read_text(encoding="utf-8")
-    first = toc_files()[0]
+    first = pages(ROOT)[0]
     assert f'content="0; url={first}.html"' in index
     assert f'<a href="{first}.html">' in index, "no link for browsers without redirects"
     icon = ICON.search(index)[1]
@@ -140,7 +143,7 @@ def test_math_is_served_locally(built_book):
 
 
 def test_every_figure_has_alt_text(built_book):
-    for page in toc_files():
+    for page in pages(ROOT):
         parser = _Resources()
         parser.feed((HTML / f"{page}.html").read_text(encoding="utf-8"))
         for image in parser.images:
@@ -150,7 +153,7 @@ def test_every_figure_has_alt_text(built_book):
 
 
 def test_no_launch_or_thebe_buttons(built_book):
-    for page in toc_files():
+    for page in pages(ROOT):
         html = (HTML / f"{page}.html").read_text(encoding="utf-8")
         for marker in ("thebe", "binder", "colab.research", "launch-buttons"):
             assert marker not in html.lower(), f"{page} contains {marker!r}"
@@ -179,7 +182,7 @@ def test_every_page_footer_gives_provenance(built_book):
         assert match, f"{page.relative_to(HTML)} has no provenance footer"
         provenance = match.group(1)
         assert "commit" in provenance and f"torch {torch.__version__}" in provenance
-    assert checked >= len(toc_files())
+    assert checked >= len(pages(ROOT))
 
 
 def test_build_info_page_is_stamped(built_book):
@@ -195,7 +198,7 @@ def test_chapters_link_their_terms_to_the_glossary(built_book):
     assert len(terms) >= 20
     linking = [
         page
-        for page in toc_files()
+        for page in pages(ROOT)
         if "glossary.html#term-" in (HTML / f"{page}.html").read_text(encoding="utf-8")
     ]
     assert len(linking) >= 6, linking
@@ -218,3 +221,14 @@ def test_publishing_workflow_tests_then_deploys_main():
     deploy = workflow["jobs"]["deploy"]
     assert deploy["needs"] == "test" and "refs/heads/main" in deploy["if"]
     assert any("deploy-pages" in s.get("uses", "") for s in deploy["steps"])
+
+
+def test_no_glue_call_is_visible_on_the_site(built_book):
+    """The bookkeeping cells are removed from the pages, folded code included."""
+    for page in pages(ROOT):
+        html = (HTML / f"{page}.html").read_text(encoding="utf-8")
+        code = " ".join(
+            re.sub(r"<[^>]+>", "", block)
+            for block in re.findall(r'<div class="cell_input.*?</pre>', html, re.S)
+        )
+        assert "glue(" not in code and "myst_nb" not in code, page

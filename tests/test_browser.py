@@ -7,28 +7,21 @@ a missing browser is a failure.
 
 from __future__ import annotations
 
-import os
-import shutil
-import sys
 from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
-from conftest import HTML, ROOT, toc_files
 
-sys.path.insert(0, str(ROOT / "scripts"))
-from local_site import CHROMIUM, launch, serve, wait_for_math  # noqa: E402
+from bookbuild.browser import launch, serve, wait_for_math
+from bookbuild.testing import require_chromium
+from bookbuild.toc import lessons, pages
+
+ROOT = Path(__file__).resolve().parents[1]
+HTML = ROOT / "_build" / "html"
+
 
 pytestmark = [pytest.mark.book, pytest.mark.browser]
-
-
-def _require_chromium() -> None:
-    if shutil.which(CHROMIUM) or os.path.exists(CHROMIUM):
-        return
-    reason = f"Chromium not found at {CHROMIUM}: apt-get install -y chromium"
-    if os.environ.get("CI") == "true":
-        pytest.fail(reason)
-    pytest.skip(reason)
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +34,7 @@ def site(built_book) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def browser():
-    _require_chromium()
+    require_chromium()
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
@@ -52,7 +45,7 @@ def browser():
 
 def visit(browser, url: str):
     """Load ``url`` in a fresh context; return the page, its requests and errors."""
-    context = browser.new_context()
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     requests: list[str] = []
     errors: list[str] = []
@@ -88,9 +81,9 @@ def outside_requests(requests: list[str], site: str) -> list[str]:
 
 
 def page_urls(site: str) -> list[str]:
-    pages = [f"{site}/{page}.html" for page in toc_files()]
+    listed = [f"{site}/{page}.html" for page in pages(ROOT)]
     extra = [f"{site}/{name}.html" for name in ("index", "search", "genindex")]
-    return [*pages, *extra]
+    return [*listed, *extra]
 
 
 def test_every_page_is_offline_clean_and_typesets_math(site, browser):
@@ -184,3 +177,37 @@ def test_head_view_prints_as_a_static_figure(site, browser):
         assert not view.locator(".qkv-hv-print").is_visible()
     finally:
         context.close()
+
+
+def test_figure_text_is_as_large_as_the_caption(site, browser):
+    """On a 1280-pixel window, no text in a figure is smaller than the caption."""
+    from bookbuild.figures import smallest_text_px
+
+    too_small = []
+    for chapter in lessons(ROOT):
+        context, page, _, _ = visit(browser, f"{site}/{chapter}.html")
+        try:
+            figures = page.evaluate(
+                """() => [...document.querySelectorAll('figure')].map(f => {
+                    const img = f.querySelector('img'), cap = f.querySelector(
+                        'figcaption');
+                    return img && cap && img.src.endsWith('.svg') ? {
+                        src: img.getAttribute('src'),
+                        width: img.getBoundingClientRect().width,
+                        caption: parseFloat(getComputedStyle(cap).fontSize),
+                        id: f.id} : null;
+                }).filter(Boolean)"""
+            )
+        finally:
+            context.close()
+        for figure in figures:
+            svg = (HTML / chapter).parent.joinpath(figure["src"]).resolve()
+            smallest = smallest_text_px(
+                svg.read_text(encoding="utf-8"), figure["width"]
+            )
+            if smallest is not None and smallest < figure["caption"] - 0.05:
+                too_small.append(
+                    f"{chapter} #{figure['id']}: {smallest:.1f} px < caption "
+                    f"{figure['caption']:.1f} px"
+                )
+    assert not too_small, "\n".join(too_small)

@@ -12,7 +12,11 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, lessons
+
+from bookbuild import chapter_code
+from bookbuild.toc import lessons
+
+ROOT = Path(__file__).resolve().parents[1]
 
 LESSONS = lessons(ROOT)
 CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```", re.S | re.M)
@@ -114,3 +118,26 @@ def test_no_result_typed_by_hand(page):
         bare = re.sub(r"\{glue[^}]*\}`[^`]*`", "", line)
         typed.extend(f"line {number}: {m}" for m in TYPED_NUMBER.findall(bare))
     assert not typed, f"{page}: numbers typed in prose, glue them instead: {typed}"
+
+
+def test_chapter_code_passes_ruff():
+    """The chapters' code cells follow the package's style (line length 88,
+    ruff's checks and format): ``python -m bookbuild.chapter_code format``."""
+    returncode, output = chapter_code.check(ROOT)
+    assert returncode == 0, output[-6000:]
+
+
+VISIBLE_BOOKKEEPING = re.compile(
+    r"^\s*(?:glue\w*\(|from myst_nb\b|import myst_nb\b)", re.M
+)
+
+
+@pytest.mark.parametrize("page", LESSONS)
+def test_bookkeeping_is_out_of_sight(page):
+    """glue calls and the myst_nb import live in cells tagged ``remove-cell``."""
+    text = source(page)
+    for match in chapter_code.CODE_CELL.finditer(text):
+        if "remove-cell" in match["options"]:
+            continue
+        found = VISIBLE_BOOKKEEPING.search(match["code"])
+        assert not found, f"{page}: a visible cell holds {found.group(0).strip()!r}"

@@ -1,4 +1,4 @@
-"""The execution cache follows the code the chapters import (_ext/dependency_cache.py).
+"""The execution cache follows the code the chapters import (bookbuild.cache).
 
 jupyter-cache keys a notebook by its code cells only, so without the extension an
 edit to ``src/qkv`` would leave stale outputs in the book. These tests build a
@@ -7,15 +7,16 @@ one-page book whose page prints a file of its "package", and edit that file.
 
 from __future__ import annotations
 
+import os
 import re
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, build_book
 
-sys.path.insert(0, str(ROOT / "_ext"))
-from dependency_cache import dependency_hash  # noqa: E402
+from bookbuild.cache import dependency_hash
+from bookbuild.testing import build_book
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # The front matter that makes a MyST file a notebook (no braces: format-safe).
 HEADER = """\
@@ -44,14 +45,14 @@ print("value:", Path("pkg/value.txt").read_text().strip())
 """
 )
 
-CONFIG = f"""\
+CONFIG = """\
 title: cache test
 only_build_toc_files: true
 execute:
   execute_notebooks: cache
 sphinx:
-  local_extensions:
-    dependency_cache: {ROOT / "_ext"}
+  extra_extensions:
+    - bookbuild.cache
   config:
     dependency_cache_paths: [pkg]
 """
@@ -150,9 +151,9 @@ The other page found {glue:text}`computing.md::answer:d`.
 
 @pytest.mark.slow
 def test_a_page_pasting_glued_values_follows_the_page_that_computes_them(tmp_path):
+    extensions = "    - bookbuild.cache\n"
     config = CONFIG.replace(
-        "    dependency_cache: ",
-        f"    glue_dependencies: {ROOT / '_ext'}\n    dependency_cache: ",
+        extensions, extensions + "    - bookbuild.glue_dependencies\n"
     )
     (tmp_path / "pkg").mkdir()
     (tmp_path / "_config.yml").write_text(config)
@@ -170,11 +171,28 @@ def test_a_page_pasting_glued_values_follows_the_page_that_computes_them(tmp_pat
 
 
 def test_pasted_documents_are_found_relative_to_the_page():
-    sys.path.insert(0, str(ROOT / "_ext"))
-    from glue_dependencies import pasted_docnames
+    from bookbuild.glue_dependencies import pasted_docnames
 
     text = (
         "{glue:text}`cost.md::slope:.2f` and {glue:md}`../intro.md::x`\n"
         "```{glue:figure} sub/a.ipynb::fig\n```"
     )
     assert pasted_docnames("book/faq", text) == {"book/cost", "intro", "book/sub/a"}
+
+
+def test_asking_for_the_cache_path_deletes_nothing(tmp_path):
+    from bookbuild.cache import cache_path, prune_caches
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "value.txt").write_text("1")
+    caches = tmp_path / "_build" / ".jupyter_cache"
+    old = [caches / f"deps-old{i}" for i in range(3)]
+    for age, folder in enumerate(old):
+        folder.mkdir(parents=True)
+        os.utime(folder, (1_000_000 + age, 1_000_000 + age))
+    current = cache_path(tmp_path, tmp_path / "_build", ["pkg"])
+    assert current.parent == caches and not current.exists()
+    assert all(folder.is_dir() for folder in old), "a path was asked, not a clean-up"
+    removed = prune_caches(current)
+    assert sorted(removed) == old[:2]
+    assert [f.name for f in caches.iterdir()] == ["deps-old2"]  # the most recent

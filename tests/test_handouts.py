@@ -4,15 +4,18 @@ replaced by their static figure. Needs Chromium (skips without it, fails under C
 from __future__ import annotations
 
 import re
-import sys
+from pathlib import Path
 
 import pytest
-from conftest import HTML, ROOT, toc_files
 from pypdf import PdfReader
-from test_browser import _require_chromium
 
-sys.path.insert(0, str(ROOT / "scripts"))
-import handouts  # noqa: E402
+from bookbuild import handouts
+from bookbuild.testing import require_chromium
+from bookbuild.toc import pages
+
+ROOT = Path(__file__).resolve().parents[1]
+HTML = ROOT / "_build" / "html"
+
 
 pytestmark = [pytest.mark.book, pytest.mark.browser]
 
@@ -20,12 +23,12 @@ pytestmark = [pytest.mark.book, pytest.mark.browser]
 @pytest.fixture(scope="module")
 def pdfs(built_book):
     assert built_book.returncode == 0, built_book.output[-3000:]
-    _require_chromium()
-    return {path.stem: path for path in handouts.print_pages(toc_files())}
+    require_chromium()
+    return {path.stem: path for path in handouts.print_pages(pages(ROOT), ROOT)}
 
 
 def test_every_chapter_is_printed(pdfs):
-    assert set(pdfs) == {page.split("/")[-1] for page in toc_files()}
+    assert set(pdfs) == {page.split("/")[-1] for page in pages(ROOT)}
     for name, path in pdfs.items():
         reader = PdfReader(path)
         assert len(reader.pages) >= 1, name

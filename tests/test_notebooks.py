@@ -5,13 +5,19 @@ from __future__ import annotations
 
 import os
 import re
-from concurrent.futures import ThreadPoolExecutor
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import HTML, ROOT, lessons
-from nbclient import NotebookClient
+
+from bookbuild.testing import make_variable
+from bookbuild.toc import lessons
+
+ROOT = Path(__file__).resolve().parents[1]
+HTML = ROOT / "_build" / "html"
 
 pytestmark = pytest.mark.book
 
@@ -44,6 +50,15 @@ def test_notebooks_are_valid_and_plain_markdown(built_book):
         assert title, f"{chapter}: no title"
 
 
+def test_notebooks_hold_no_bookkeeping(built_book):
+    """No glue call and no myst_nb import: a notebook needs only qkv to run."""
+    for chapter in LESSONS:
+        notebook = nbformat.read(notebook_path(chapter), as_version=4)
+        code = "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
+        assert "myst_nb" not in code, chapter
+        assert not re.search(r"\bglue\w*\(", code), chapter
+
+
 def test_glued_numbers_are_filled_in(built_book):
     notebook = nbformat.read(notebook_path("book/attention-by-hand"), as_version=4)
     text = " ".join(c.source for c in notebook.cells if c.cell_type == "markdown")
@@ -56,27 +71,92 @@ def test_glued_numbers_are_filled_in(built_book):
     assert "Raschka (2024)" in text  # a citation
 
 
+RUNNER = """
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import nbformat
+from nbclient import NotebookClient
+
+
+def run(path):
+    notebook = nbformat.read(path, as_version=4)
+    NotebookClient(
+        notebook,
+        timeout=600,
+        kernel_name="fresh",
+        resources={"metadata": {"path": sys.argv[1]}},
+    ).execute()
+    return path
+
+
+with ThreadPoolExecutor(max_workers=2) as pool:  # two kernels on two cores
+    for path in pool.map(run, sys.argv[2:]):
+        print("ran", path, flush=True)
+"""
+
+
 @pytest.mark.slow
-def test_every_notebook_runs_top_to_bottom(built_book, tmp_path):
-    env_backup = dict(os.environ)
-    os.environ["OMP_NUM_THREADS"] = "1"  # two kernels at a time on two cores
-    os.environ.pop("MPLBACKEND", None)
+def test_both_editions_run_in_a_fresh_environment(built_book, student_site, tmp_path):
+    """A venv with only torch (the CPU build, as the Makefile installs it),
+    ``pip install ".[notebooks]"``, nbclient and ipykernel runs every notebook of
+    both editions top to bottom, in a folder outside the repository."""
+    uv = str(Path(sys.executable).parent / "uv")
+    venv = tmp_path / "venv"
+    python = str(venv / "bin" / "python")
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("VIRTUAL_ENV", "PYTHONPATH", "MPLBACKEND")
+    }
+    env["OMP_NUM_THREADS"] = "1"
 
-    def run(chapter: str) -> str:
-        notebook = nbformat.read(notebook_path(chapter), as_version=4)
-        client = NotebookClient(
-            notebook,
-            timeout=600,
-            kernel_name="python3",
-            resources={"metadata": {"path": str(tmp_path)}},  # not the repository
+    def run(*command: str) -> str:
+        done = subprocess.run(
+            command, cwd=tmp_path, env=env, capture_output=True, text=True
         )
-        client.execute()
-        return chapter
+        assert done.returncode == 0, f"{command}:\n{done.stdout}\n{done.stderr}"
+        return done.stdout
 
-    try:
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            done = list(pool.map(run, LESSONS))
-    finally:
-        os.environ.clear()
-        os.environ.update(env_backup)
-    assert done == LESSONS
+    run(uv, "venv", "--quiet", "--python", sys.executable, str(venv))
+    torch_from = make_variable(ROOT, "TORCH_FROM").split()
+    run(
+        uv,
+        "pip",
+        "install",
+        "--quiet",
+        "--python",
+        python,
+        "--no-deps",  # its dependencies come with .[notebooks], as on Colab
+        make_variable(ROOT, "TORCH"),
+        *torch_from,
+    )
+    package = tmp_path / "package"  # a copy: building writes build/ beside it
+    shutil.copytree(
+        ROOT / "src",
+        package / "src",
+        ignore=shutil.ignore_patterns("*.egg-info", "__pycache__"),
+    )
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy2(ROOT / name, package / name)
+    run(
+        uv,
+        "pip",
+        "install",
+        "--quiet",
+        "--python",
+        python,
+        f"{package}[notebooks]",
+        "nbclient",
+        "ipykernel",
+    )
+    run(python, "-m", "ipykernel", "install", "--sys-prefix", "--name", "fresh")
+    assert "/site-packages/qkv/" in run(python, "-c", "import qkv; print(qkv.__file__)")
+    notebooks = [
+        str(site / "_notebooks" / f"{Path(chapter).name}.ipynb")
+        for site in (HTML, student_site)
+        for chapter in LESSONS
+    ]
+    (tmp_path / "work").mkdir()
+    output = run(python, "-c", RUNNER, str(tmp_path / "work"), *notebooks)
+    assert output.count("ran ") == 2 * len(LESSONS), output

@@ -6,6 +6,9 @@ import matplotlib
 
 matplotlib.use("Agg")  # tests draw off screen
 
+import io  # noqa: E402
+import re  # noqa: E402
+
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
@@ -44,6 +47,33 @@ def test_head_grid_one_panel_per_head_on_a_shared_scale():
     plt.close(fig)
     with pytest.raises(ValueError, match=r"3-D .* \(5, 5\)"):
         head_grid(torch.zeros(5, 5))
+
+
+def test_head_grid_of_a_given_width_labels_the_outer_panels_only():
+    torch.manual_seed(0)
+    weights = torch.softmax(torch.randn(3, 13, 13), dim=-1)
+    tokens = [f"token{i}" for i in range(13)]
+    fig = head_grid(weights, tokens, ncols=2, width=6.8)
+    assert fig.get_size_inches()[0] == pytest.approx(6.8)
+    panels = [ax for ax in fig.axes if ax.images]
+    assert len(panels) == 3
+
+    def labelled(ax, axis):
+        ticks = ax.get_yticklabels() if axis == "y" else ax.get_xticklabels()
+        return any(t.get_visible() and t.get_text() for t in ticks)
+
+    fig.canvas.draw()
+    # left column: query labels; right column: none
+    assert [labelled(ax, "y") for ax in panels] == [True, False, True]
+    # bottom of each column: key labels (panel 1 has no panel below it)
+    assert [labelled(ax, "x") for ax in panels] == [False, True, True]
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg")
+    shown_in = float(re.search(r'width="([\d.]+)pt"', buffer.getvalue())[1]) / 72
+    assert shown_in <= 7.0  # the page shows it at its natural size: 12 pt text
+    plt.close(fig)
+    with pytest.raises(ValueError, match="width"):
+        head_grid(weights, width=0)
 
 
 def test_latex_matrix_shows_every_entry():

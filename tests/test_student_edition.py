@@ -2,46 +2,22 @@
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
+from pathlib import Path
 
 import pytest
-from conftest import BIN, HTML, ROOT, toc_files
+
+from bookbuild.toc import pages
+
+ROOT = Path(__file__).resolve().parents[1]
+HTML = ROOT / "_build" / "html"
+
 
 pytestmark = [pytest.mark.book, pytest.mark.slow]
 
 
-@pytest.fixture(scope="module")
-def student_site(built_book, tmp_path_factory):
-    assert built_book.returncode == 0, built_book.output[-3000:]
-    out = tmp_path_factory.mktemp("student")
-    env = {**os.environ, "QKV_EDITION": "student"}
-    env.pop("MPLBACKEND", None)
-    done = subprocess.run(
-        [
-            str(BIN / "jupyter-book"),
-            "build",
-            str(ROOT),
-            "-W",
-            "-n",
-            "--keep-going",
-            "--path-output",
-            str(out),
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
-    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
-    assert "Executed notebook" not in done.stdout  # the cache is shared
-    return out / "_build" / "html"
-
-
 def test_student_edition_has_no_solution(student_site):
-    for page in toc_files():
+    for page in pages(ROOT):
         html = (student_site / f"{page}.html").read_text(encoding="utf-8")
         assert not re.search(r'class="[^"]*\bsolution\b', html), page
         assert "Solution to" not in html, page
@@ -52,7 +28,7 @@ def test_student_edition_has_no_solution(student_site):
 
 
 def test_student_edition_keeps_everything_else(student_site):
-    for page in toc_files():
+    for page in pages(ROOT):
         full = (HTML / f"{page}.html").read_text(encoding="utf-8")
         student = (student_site / f"{page}.html").read_text(encoding="utf-8")
         assert full.count('class="exercise') == student.count('class="exercise')
@@ -61,3 +37,36 @@ def test_student_edition_keeps_everything_else(student_site):
             assert len(student) < len(full)
     lesson = (student_site / "book" / "scaled-dot-product.html").read_text("utf-8")
     assert "Question: what happens without the scaling?" in lesson
+
+
+def solution_code(chapter: str) -> list[str]:
+    """The code cells of a chapter's gated solutions, from its source."""
+    from bookbuild.chapter_code import code_cells
+
+    text = (ROOT / f"{chapter}.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"\{solution-start\}.*?\{solution-end\}", text, re.S)
+    return [code for block in blocks for code in code_cells(block)]
+
+
+def test_student_notebooks_have_no_solution_and_no_answer(student_site):
+    import nbformat
+
+    from bookbuild.toc import lessons
+
+    hidden = 0
+    for chapter in lessons(ROOT):
+        name = f"{Path(chapter).name}.ipynb"
+        full = nbformat.read(HTML / "_notebooks" / name, as_version=4)
+        student = nbformat.read(student_site / "_notebooks" / name, as_version=4)
+        code = [c.source for c in student.cells if c.cell_type == "code"]
+        text = "\n".join(c.source for c in student.cells if c.cell_type == "markdown")
+        solutions = solution_code(chapter)
+        assert solutions, f"{chapter} has no solution code"
+        for solution in solutions:
+            assert solution.strip() not in code, f"{chapter}: a solution is left"
+        hidden += len(solutions)
+        assert "**Solution.**" not in text and "**Answer**" not in text, chapter
+        assert "**Exercise.**" in text, f"{chapter}: the exercises must stay"
+        full_code = [c.source for c in full.cells if c.cell_type == "code"]
+        assert set(code) <= set(full_code), chapter
+    assert hidden >= 3 * len(lessons(ROOT))

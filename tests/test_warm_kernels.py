@@ -1,4 +1,4 @@
-"""Kernels forked from the warm process (_ext/warm_kernels.py) behave as fresh ones.
+"""Kernels forked from the warm process (bookbuild.kernels) behave as fresh ones.
 
 Each check runs the same small notebook in an ordinary kernel and in a forked
 one: figures must still be displayed, the kernel must run in the folder and
@@ -15,10 +15,9 @@ import sys
 import nbclient
 import nbformat
 import pytest
-from conftest import ROOT
 
-sys.path.insert(0, str(ROOT / "_ext"))
-from warm_kernels import WarmKernelManager, enabled, ipykernel_arguments  # noqa: E402
+from bookbuild import kernels
+from bookbuild.kernels import WarmKernelManager, enabled, ipykernel_arguments
 
 PROBE = """\
 import json, os, random
@@ -117,3 +116,73 @@ def test_forking_is_on_by_default_on_linux_only(monkeypatch):
     assert enabled()
     monkeypatch.setenv("QKV_WARM_KERNELS", "0")
     assert not enabled()
+
+
+# Warm kernels must never cost a user the build: both ways they can fail.
+
+
+def run_chapter(folder, manager=WarmKernelManager):
+    """Run a one-cell chapter as the prefill does; return its result."""
+    from types import SimpleNamespace
+
+    from bookbuild.prefill import execute
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {"name": "python3", "language": "python"}
+    notebook.cells = [nbformat.v4.new_code_cell("print(6 * 7)")]
+    chapter = SimpleNamespace(uri=str(folder / "chapter.md"), nb=notebook)
+    _, result = execute(chapter, {"timeout": 120}, manager)
+    return result
+
+
+class KernelThatDoesNotStart(WarmKernelManager):
+    """Forks a process that exits at once instead of becoming a kernel."""
+
+    kernel_main = staticmethod(print)
+
+
+@pytest.fixture
+def warm_on(probe_env, monkeypatch):
+    monkeypatch.setenv("QKV_WARM_KERNELS", "1")
+    monkeypatch.setattr(kernels, "_given_up", None)  # restored after the test
+    launches = dict(WarmKernelManager.launches)
+    yield
+    WarmKernelManager.launches.update(launches)
+
+
+def outputs(result) -> str:
+    return "".join(out.get("text", "") for out in result.nb.cells[0].outputs)
+
+
+def test_a_warm_process_that_cannot_start_gives_ordinary_kernels(
+    tmp_path, warm_on, monkeypatch, capsys
+):
+    def broken():
+        raise OSError("no forkserver here")
+
+    monkeypatch.setattr(kernels, "warm_context", broken)
+    ordinary = WarmKernelManager.launches["ordinary"]
+    result = run_chapter(tmp_path)
+    assert result.err is None, result.exc_string
+    assert outputs(result).strip() == "42"
+    assert WarmKernelManager.launches["ordinary"] == ordinary + 1
+    notice = capsys.readouterr().out.strip().splitlines()
+    assert len(notice) == 1 and "no forkserver here" in notice[0], notice
+    assert not kernels.enabled()
+
+
+def test_a_forked_kernel_that_fails_to_start_is_replaced_by_an_ordinary_one(
+    tmp_path, warm_on, capsys
+):
+    forked = WarmKernelManager.launches["forked"]
+    result = run_chapter(tmp_path, KernelThatDoesNotStart)
+    assert result.err is None, result.exc_string
+    assert outputs(result).strip() == "42"
+    assert WarmKernelManager.launches["forked"] == forked + 1  # tried once
+    notice = [
+        line
+        for line in capsys.readouterr().out.splitlines()
+        if "warm kernels off" in line
+    ]
+    assert len(notice) == 1 and "chapter" in notice[0], notice
+    assert not kernels.enabled()

@@ -9,26 +9,35 @@ Shape legend (used in every docstring and end-of-line comment below):
 
     ...  any number of leading batch dimensions (they broadcast)
     B    batch size
-    H    number of heads
+    H    number of (query) heads
+    Hkv  number of key/value heads (grouped-query attention; Hkv = H by default)
+    T    sequence length, where one sequence gives the queries, keys and values
     L    query length (the positions that ask)
     S    key and value length (the positions that are looked at)
     D    model (embedding) dimension
     E    feature dimension of queries and keys (per head: E = D / H)
     Ev   feature dimension of values
+    bq   number of queries in one tile of ``tiled_attention``
+    bk   number of keys in one tile of ``tiled_attention``
 
 Conventions:
 
 * Masks are boolean and ``True`` means "may attend", as in PyTorch.
 * A query that may attend to nothing gets all-zero weights and a zero output,
-  never NaN.
+  not the NaN of a softmax over nothing.
+* A NaN or an infinity in a query, key or value is never hidden, not even by a
+  mask: it reaches the output where it does in PyTorch's own
+  ``scaled_dot_product_attention`` (its reference "math" backend).
 * Bad input raises ``ValueError`` naming the argument and the shapes seen.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 __all__ = [
@@ -41,6 +50,28 @@ __all__ = [
     "split_heads",
     "tiled_attention",
 ]
+
+
+def _check_int(name: str, value: int, minimum: int) -> int:
+    """Return ``value`` as an int; raise ``ValueError`` unless it is an integer
+    (not a bool, a float or a tensor) of at least ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(
+            f"{name} must be an int >= {minimum}, got {value!r} "
+            f"of type {type(value).__name__}"
+        )
+    if value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _check_bool(name: str, value: bool) -> None:
+    """Raise ``ValueError`` unless ``value`` is True or False (``"no"`` is not)."""
+    if not isinstance(value, bool):
+        raise ValueError(
+            f"{name} must be True or False, got {value!r} "
+            f"of type {type(value).__name__}"
+        )
 
 
 def _check_floating(name: str, x: Tensor, min_rank: int = 2) -> None:
@@ -72,10 +103,8 @@ def causal_mask(
         Bool tensor of shape (L, S), True on and below the diagonal (aligned
         top-left, as in ``torch.nn.functional.scaled_dot_product_attention``).
     """
-    key_len = query_len if key_len is None else key_len
-    for name, value in (("query_len", query_len), ("key_len", key_len)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+    query_len = _check_int("query_len", query_len, minimum=0)
+    key_len = query_len if key_len is None else _check_int("key_len", key_len, 0)
     ones = torch.ones(query_len, key_len, dtype=torch.bool, device=device)
     return ones.tril()  # (L, S)
 
@@ -103,7 +132,7 @@ def padding_mask(lengths: Tensor | list[int], max_len: int | None = None) -> Ten
     if (lengths < 0).any():
         raise ValueError(f"lengths must be non-negative, got {lengths.tolist()}")
     longest = int(lengths.max()) if lengths.numel() else 0
-    max_len = longest if max_len is None else max_len
+    max_len = longest if max_len is None else _check_int("max_len", max_len, 0)
     if max_len < longest:
         raise ValueError(
             f"max_len={max_len} is shorter than the longest of lengths "
@@ -133,7 +162,8 @@ def scaled_dot_product_attention(
             True = may attend.
         is_causal: if True, query i sees keys 0..i only (top-left aligned).
             Cannot be combined with ``attn_mask``.
-        scale: factor applied to the scores (default ``1 / sqrt(E)``).
+        scale: factor applied to the scores (default ``1 / sqrt(E)``): a finite
+            number, or a tensor with one element.
 
     Returns:
         ``(output, weights)`` with output of shape (..., L, Ev) and weights of
@@ -141,33 +171,24 @@ def scaled_dot_product_attention(
         query may attend to nothing: its weights and output are exactly 0.
 
     Raises:
-        ValueError: on mismatched shapes, a rank below 2, a non-bool or
-            non-broadcastable mask, or ``attn_mask`` given with ``is_causal``.
+        ValueError: on mismatched shapes or dtypes, a rank below 2, a feature
+            size of 0, a non-bool or non-broadcastable mask, ``attn_mask``
+            given with ``is_causal``, an ``is_causal`` that is not a bool, or a
+            ``scale`` that is not a finite number.
     """
     scores_shape = _check_qkv(query, key, value)  # (..., L, S)
-    if attn_mask is not None and is_causal:
-        raise ValueError(
-            "give either attn_mask or is_causal=True, not both; got attn_mask "
-            f"{tuple(attn_mask.shape)} with is_causal=True"
-        )
+    _check_options(attn_mask, is_causal, scale, scores_shape)
     if is_causal:
         attn_mask = causal_mask(*scores_shape[-2:], device=query.device)
-    if attn_mask is not None:
-        _check_mask(attn_mask, scores_shape)
 
     if scale is None:
         scale = 1.0 / math.sqrt(query.shape[-1])
     scores = query @ key.transpose(-2, -1) * scale  # (..., L, S)
     if attn_mask is not None:
-        # A row with no allowed key would be softmax(-inf, ..., -inf) = NaN:
-        # give it finite scores, then zero every masked weight.
-        attn_mask = attn_mask.expand(scores_shape)
-        can_attend = attn_mask.any(dim=-1, keepdim=True)  # (..., L, 1)
-        scores = scores.masked_fill(~attn_mask, float("-inf"))
-        scores = scores.masked_fill(~can_attend, 0.0)
+        scores = _mask_scores(scores, attn_mask)  # -inf where a key is forbidden
     weights = torch.softmax(scores, dim=-1)  # (..., L, S)
     if attn_mask is not None:
-        weights = weights.masked_fill(~attn_mask, 0.0)
+        weights = weights * attn_mask  # exact zeros, also in a row with no key
     output = weights @ value  # (..., L, Ev)
     return output, weights
 
@@ -199,15 +220,13 @@ def tiled_attention(
 
     Returns:
         The output, shape (..., L, Ev), equal to that of
-        :func:`scaled_dot_product_attention` (zero for a query with no key).
+        :func:`scaled_dot_product_attention` (zero for a query with no key; NaN
+        where a NaN input reaches it). With ``is_causal``, the tiles above the
+        diagonal are never read: a NaN there reaches no earlier query.
     """
-    if (
-        isinstance(block_size, bool)
-        or not isinstance(block_size, int)
-        or block_size < 1
-    ):
-        raise ValueError(f"block_size must be an int >= 1, got {block_size!r}")
+    block_size = _check_int("block_size", block_size, minimum=1)
     scores_shape = _check_qkv(query, key, value)
+    _check_options(None, is_causal, scale, scores_shape)
     *batch, n_queries, n_keys = scores_shape
     if scale is None:
         scale = 1.0 / math.sqrt(query.shape[-1])
@@ -224,7 +243,7 @@ def tiled_attention(
             k1 = min(k0 + block_size, n_keys)
             scores = (
                 q_tile @ key[..., k0:k1, :].transpose(-2, -1) * scale
-            )  # (.., bq, bk)
+            )  # (..., bq, bk)
             if is_causal:
                 rows = torch.arange(q0, q1, device=query.device)[:, None]
                 cols = torch.arange(k0, k1, device=query.device)[None, :]
@@ -236,12 +255,27 @@ def tiled_attention(
             total = total * rescale + p.sum(dim=-1, keepdim=True)
             acc = acc * rescale + p @ value[..., k0:k1, :]
             top = new_top
-        output[..., q0:q1, :] = torch.where(total > 0, acc / total, 0.0)
+        # total is 0 only for a query with no key (then acc is 0 too); NaN stays NaN
+        output[..., q0:q1, :] = acc / total.masked_fill(total == 0, 1.0)
     return output
 
 
+def _broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape ``shapes`` broadcast to (NumPy's rules); ``RuntimeError`` if they
+    do not. Plain Python: ``torch.broadcast_shapes`` imports sympy on first use."""
+    rank = max((len(shape) for shape in shapes), default=0)
+    result = []
+    for sizes in zip(*((1,) * (rank - len(s)) + tuple(s) for s in shapes), strict=True):
+        grown = {size for size in sizes if size != 1}
+        if len(grown) > 1:
+            raise RuntimeError(f"shapes {shapes} do not broadcast")
+        result.append(grown.pop() if grown else 1)
+    return tuple(result)
+
+
 def _check_qkv(query: Tensor, key: Tensor, value: Tensor) -> tuple[int, ...]:
-    """Check the shapes of query (..., L, E), key (..., S, E), value (..., S, Ev).
+    """Check query (..., L, E), key (..., S, E), value (..., S, Ev): floating,
+    one dtype and device, E >= 1 and Ev >= 1 (L = 0 and S = 0 are allowed).
 
     Returns:
         The shape of the scores, (..., L, S), batch dims broadcast.
@@ -249,10 +283,30 @@ def _check_qkv(query: Tensor, key: Tensor, value: Tensor) -> tuple[int, ...]:
     for name, x in (("query", query), ("key", key), ("value", value)):
         _check_floating(name, x)
     q_shape, k_shape, v_shape = tuple(query.shape), tuple(key.shape), tuple(value.shape)
+    if not query.dtype == key.dtype == value.dtype:
+        raise ValueError(
+            "query, key and value must have the same dtype, got "
+            f"query {query.dtype}, key {key.dtype} and value {value.dtype}"
+        )
+    if not query.device == key.device == value.device:
+        raise ValueError(
+            "query, key and value must be on the same device, got "
+            f"query {query.device}, key {key.device} and value {value.device}"
+        )
     if q_shape[-1] != k_shape[-1]:
         raise ValueError(
             "query and key must have the same feature size (last dim), got "
             f"query {q_shape} and key {k_shape}"
+        )
+    if q_shape[-1] == 0:
+        raise ValueError(
+            "query and key must have a feature size (last dim) of at least 1, got "
+            f"query {q_shape} and key {k_shape}"
+        )
+    if v_shape[-1] == 0:
+        raise ValueError(
+            "value must have a feature size (last dim) of at least 1, got "
+            f"value {v_shape}"
         )
     if k_shape[-2] != v_shape[-2]:
         raise ValueError(
@@ -260,13 +314,48 @@ def _check_qkv(query: Tensor, key: Tensor, value: Tensor) -> tuple[int, ...]:
             f"key {k_shape} and value {v_shape}"
         )
     try:
-        batch = torch.broadcast_shapes(q_shape[:-2], k_shape[:-2], v_shape[:-2])
+        batch = _broadcast(q_shape[:-2], k_shape[:-2], v_shape[:-2])
     except RuntimeError:
         raise ValueError(
             "the batch dims of query, key and value must broadcast, got "
             f"query {q_shape}, key {k_shape} and value {v_shape}"
         ) from None
     return (*batch, q_shape[-2], k_shape[-2])  # (..., L, S)
+
+
+def _check_options(
+    attn_mask: Tensor | None,
+    is_causal: bool,
+    scale: float | Tensor | None,
+    scores_shape: tuple[int, ...],
+) -> None:
+    """Check the mask, ``is_causal`` and ``scale`` of an attention call."""
+    _check_bool("is_causal", is_causal)
+    if attn_mask is not None:
+        _check_mask(attn_mask, scores_shape)
+        if is_causal:
+            raise ValueError(
+                "give either attn_mask or is_causal=True, not both; got attn_mask "
+                f"{tuple(attn_mask.shape)} with is_causal=True"
+            )
+    if scale is None:
+        return
+    if isinstance(scale, Tensor):
+        if scale.shape not in ((), (1,)) or not scale.is_floating_point():
+            raise ValueError(
+                "scale must be a number or a floating tensor of shape () or (1,), "
+                f"got a tensor of shape {tuple(scale.shape)} and dtype {scale.dtype}"
+            )
+        finite = bool(torch.isfinite(scale).all())
+    elif isinstance(scale, numbers.Real) and not isinstance(scale, bool):
+        finite = math.isfinite(scale)
+    else:
+        raise ValueError(
+            "scale must be a number (or None for 1 / sqrt(E)), got "
+            f"{scale!r} of type {type(scale).__name__}"
+        )
+    if not finite:
+        raise ValueError(f"scale must be finite, got {scale!r}")
 
 
 def _check_mask(attn_mask: Tensor, scores_shape: tuple[int, ...]) -> None:
@@ -278,7 +367,7 @@ def _check_mask(attn_mask: Tensor, scores_shape: tuple[int, ...]) -> None:
         )
     mask_shape = tuple(attn_mask.shape)
     try:
-        fits = torch.broadcast_shapes(mask_shape, scores_shape) == scores_shape
+        fits = _broadcast(mask_shape, scores_shape) == scores_shape
     except RuntimeError:
         fits = False
     if not fits:
@@ -286,6 +375,21 @@ def _check_mask(attn_mask: Tensor, scores_shape: tuple[int, ...]) -> None:
             f"attn_mask of shape {mask_shape} does not broadcast to the scores "
             f"shape (..., L, S) = {scores_shape}"
         )
+
+
+def _mask_scores(scores: Tensor, attn_mask: Tensor) -> Tensor:
+    """The scores (..., L, S) with -inf where ``attn_mask`` is False.
+
+    The -inf is added, not written, so that a NaN score stays NaN, as in
+    PyTorch. A row with no allowed key would be softmax(-inf, ..., -inf) = 0/0:
+    its scores become 0 instead (finite weights and gradients), and the
+    ``weights * attn_mask`` after the softmax sets its weights to 0.
+    """
+    forbidden = torch.zeros(attn_mask.shape, dtype=scores.dtype, device=scores.device)
+    forbidden = forbidden.masked_fill(~attn_mask, float("-inf"))
+    scores = scores + forbidden  # (..., L, S)
+    no_key = ~attn_mask.any(dim=-1, keepdim=True)  # (..., L, 1)
+    return scores.masked_fill(no_key & scores.isneginf(), 0.0)
 
 
 def split_heads(x: Tensor, num_heads: int) -> Tensor:
@@ -300,7 +404,7 @@ def split_heads(x: Tensor, num_heads: int) -> Tensor:
     Returns:
         Shape (..., H, T, D / H): each head sees its own slice of the features.
     """
-    _check_num_heads(num_heads)
+    num_heads = _check_int("num_heads", num_heads, minimum=1)
     _check_floating("x", x)
     *batch, length, dim = x.shape
     if dim % num_heads:
@@ -329,22 +433,18 @@ def concat_heads(x: Tensor) -> Tensor:
     return x.reshape(*batch, length, num_heads * head_dim)  # (..., T, D)
 
 
-def _check_num_heads(num_heads: int) -> None:
-    if isinstance(num_heads, bool) or not isinstance(num_heads, int) or num_heads < 1:
-        raise ValueError(f"num_heads must be an int >= 1, got {num_heads!r}")
-
-
-def _check_embed_dim(embed_dim: int) -> None:
-    if isinstance(embed_dim, bool) or not isinstance(embed_dim, int) or embed_dim < 1:
-        raise ValueError(f"embed_dim must be an int >= 1, got {embed_dim!r}")
-
-
-def _check_last_dim(name: str, x: Tensor, embed_dim: int) -> None:
+def _check_input(name: str, x: Tensor, layer: nn.Linear) -> None:
+    """Raise ``ValueError`` unless ``x`` (..., T, D) fits the projection ``layer``."""
     _check_floating(name, x)
-    if x.shape[-1] != embed_dim:
+    if x.shape[-1] != layer.in_features:
         raise ValueError(
-            f"the last dim of {name} must be embed_dim={embed_dim}, "
+            f"the last dim of {name} must be embed_dim={layer.in_features}, "
             f"got {name} {tuple(x.shape)}"
+        )
+    if x.dtype != layer.weight.dtype:
+        raise ValueError(
+            f"{name} has dtype {x.dtype} but the module's weights have dtype "
+            f"{layer.weight.dtype}: convert one of them, e.g. module.to({x.dtype})"
         )
 
 
@@ -362,7 +462,8 @@ class SelfAttention(nn.Module):
 
     def __init__(self, embed_dim: int, bias: bool = True) -> None:
         super().__init__()
-        _check_embed_dim(embed_dim)
+        embed_dim = _check_int("embed_dim", embed_dim, minimum=1)
+        _check_bool("bias", bias)
         self.embed_dim = embed_dim
         self.W_q = nn.Linear(embed_dim, embed_dim, bias=bias)
         self.W_k = nn.Linear(embed_dim, embed_dim, bias=bias)
@@ -381,7 +482,7 @@ class SelfAttention(nn.Module):
         Returns:
             ``(output, weights)``: output (..., T, D), weights (..., T, T).
         """
-        _check_last_dim("x", x, self.embed_dim)
+        _check_input("x", x, self.W_q)
         query, key, value = self.W_q(x), self.W_k(x), self.W_v(x)  # (..., T, D) each
         return scaled_dot_product_attention(
             query, key, value, attn_mask=attn_mask, is_causal=is_causal
@@ -391,31 +492,64 @@ class SelfAttention(nn.Module):
 class MultiHeadAttention(nn.Module):
     """Multi-head attention: H heads in parallel, mixed by an output projection W_o.
 
-    Explained in the chapter *multi-head*. Inputs are batch-first, (..., T, D).
-    With bias it has 4 (D^2 + D) parameters, the same as
-    ``torch.nn.MultiheadAttention(D, H)``; copy that module's weights with
-    :meth:`from_torch`.
+    Explained in the chapter *multi-head*; grouped-query and multi-query attention
+    (``num_kv_heads`` below H) in the chapter *decoders*. Inputs are batch-first,
+    (..., T, D). With bias and ``num_kv_heads = H`` it has 4 (D^2 + D) parameters,
+    the same as ``torch.nn.MultiheadAttention(D, H)``; copy that module's weights
+    with :meth:`from_torch`.
+
+    Grouped-query attention (Ainslie et al. 2023) keeps H query heads but only
+    Hkv = ``num_kv_heads`` key/value heads: W_k and W_v map D to Hkv * E, and
+    each key/value head serves H / Hkv neighbouring query heads. Query head h
+    uses key/value head h // (H / Hkv), the convention of ``repeat_interleave``
+    and of PyTorch's ``scaled_dot_product_attention(..., enable_gqa=True)``.
+    Hkv = 1 is multi-query attention (Shazeer 2019). A decoder's KV cache
+    shrinks by H / Hkv.
+
+    With ``need_weights=False``, :meth:`forward` computes the same output with
+    PyTorch's fused ``scaled_dot_product_attention``, which never holds the
+    (L, S) weights: faster, and lighter on memory.
 
     Args:
         embed_dim: D, the model dimension; must be divisible by ``num_heads``.
-        num_heads: H; each head works in dimension E = D / H.
+        num_heads: H, the number of query heads; each works in dimension
+            E = D / H.
+        num_kv_heads: Hkv, the number of key/value heads (default H); it must
+            divide H.
         bias: whether the four projections have a bias.
     """
 
-    def __init__(self, embed_dim: int, num_heads: int, bias: bool = True) -> None:
+    def __init__(
+        self,
+        embed_dim: int,
+        num_heads: int,
+        num_kv_heads: int | None = None,
+        bias: bool = True,
+    ) -> None:
         super().__init__()
-        _check_embed_dim(embed_dim)
-        _check_num_heads(num_heads)
+        embed_dim = _check_int("embed_dim", embed_dim, minimum=1)
+        num_heads = _check_int("num_heads", num_heads, minimum=1)
         if embed_dim % num_heads:
             raise ValueError(
                 f"embed_dim={embed_dim} must be divisible by num_heads={num_heads}"
             )
+        if num_kv_heads is None:
+            num_kv_heads = num_heads
+        num_kv_heads = _check_int("num_kv_heads", num_kv_heads, minimum=1)
+        if num_kv_heads > num_heads or num_heads % num_kv_heads:
+            raise ValueError(
+                f"num_kv_heads={num_kv_heads} must divide num_heads={num_heads} "
+                "(every key/value head serves the same number of query heads)"
+            )
+        _check_bool("bias", bias)
         self.embed_dim = embed_dim
         self.num_heads = num_heads
+        self.num_kv_heads = num_kv_heads
         self.head_dim = embed_dim // num_heads
+        kv_dim = num_kv_heads * self.head_dim  # Hkv * E
         self.W_q = nn.Linear(embed_dim, embed_dim, bias=bias)
-        self.W_k = nn.Linear(embed_dim, embed_dim, bias=bias)
-        self.W_v = nn.Linear(embed_dim, embed_dim, bias=bias)
+        self.W_k = nn.Linear(embed_dim, kv_dim, bias=bias)
+        self.W_v = nn.Linear(embed_dim, kv_dim, bias=bias)
         self.W_o = nn.Linear(embed_dim, embed_dim, bias=bias)
 
     def forward(
@@ -436,41 +570,114 @@ class MultiHeadAttention(nn.Module):
             attn_mask: optional bool mask broadcastable to (..., H, L, S),
                 e.g. (L, S) for all heads, or ``padding_mask(...)[:, None, None, :]``.
             is_causal: if True, query i sees keys 0..i only.
-            need_weights: if False, return ``None`` instead of the weights.
+            need_weights: if False, return ``None`` instead of the weights, and
+                compute the same output with PyTorch's fused kernel.
 
         Returns:
             ``(output, weights)``: output (..., L, D); weights (..., H, L, S),
-            one map per head, or None.
+            one map per query head, or None.
         """
         key = query if key is None else key
         value = key if value is None else value
-        for name, x in (("query", query), ("key", key), ("value", value)):
-            _check_last_dim(name, x, self.embed_dim)
-        heads = self.num_heads
-        q = split_heads(self.W_q(query), heads)  # (..., H, L, E)
-        k = split_heads(self.W_k(key), heads)  # (..., H, S, E)
-        v = split_heads(self.W_v(value), heads)  # (..., H, S, E)
+        self._check_forward(query, key, value, attn_mask, is_causal, need_weights)
+        q = split_heads(self.W_q(query), self.num_heads)  # (..., H, L, E)
+        k = split_heads(self.W_k(key), self.num_kv_heads)  # (..., Hkv, S, E)
+        v = split_heads(self.W_v(value), self.num_kv_heads)  # (..., Hkv, S, E)
+        if not need_weights:  # the same output, from PyTorch's fused kernel
+            context = self._fused_attention(q, k, v, attn_mask, is_causal)
+            return self.W_o(concat_heads(context)), None
+        group = self.num_heads // self.num_kv_heads  # query heads per k/v head
+        k = k.repeat_interleave(group, dim=-3)  # (..., H, S, E)
+        v = v.repeat_interleave(group, dim=-3)  # (..., H, S, E)
         context, weights = scaled_dot_product_attention(
             q, k, v, attn_mask=attn_mask, is_causal=is_causal
         )  # (..., H, L, E), (..., H, L, S)
         output = self.W_o(concat_heads(context))  # (..., L, D)
-        return output, (weights if need_weights else None)
+        return output, weights
+
+    def _fused_attention(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        attn_mask: Tensor | None,
+        is_causal: bool,
+    ) -> Tensor:
+        """q (..., H, L, E), k and v (..., Hkv, S, E) -> context (..., H, L, E).
+
+        PyTorch (>= 2.5) gives a query with no allowed key a zero output, as
+        :func:`scaled_dot_product_attention` does; a test checks it.
+        """
+        return F.scaled_dot_product_attention(
+            q,
+            k,
+            v,
+            attn_mask=attn_mask,
+            is_causal=is_causal,
+            enable_gqa=self.num_kv_heads != self.num_heads,
+        )
+
+    def _check_forward(
+        self,
+        query: Tensor,
+        key: Tensor,
+        value: Tensor,
+        attn_mask: Tensor | None,
+        is_causal: bool,
+        need_weights: bool,
+    ) -> None:
+        """The checks of :meth:`forward`, done once for both of its paths."""
+        _check_input("query", query, self.W_q)
+        _check_input("key", key, self.W_k)
+        _check_input("value", value, self.W_v)
+        _check_bool("need_weights", need_weights)
+        if key.shape[-2] != value.shape[-2]:
+            raise ValueError(
+                "key and value must have the same length (dim -2), got "
+                f"key {tuple(key.shape)} and value {tuple(value.shape)}"
+            )
+        try:
+            batch = _broadcast(
+                tuple(query.shape[:-2]), tuple(key.shape[:-2]), tuple(value.shape[:-2])
+            )
+        except RuntimeError:
+            raise ValueError(
+                "the batch dims of query, key and value must broadcast, got "
+                f"query {tuple(query.shape)}, key {tuple(key.shape)} and "
+                f"value {tuple(value.shape)}"
+            ) from None
+        scores_shape = (*batch, self.num_heads, query.shape[-2], key.shape[-2])
+        _check_options(attn_mask, is_causal, None, scores_shape)  # (..., H, L, S)
 
     @classmethod
-    def from_torch(cls, module: nn.MultiheadAttention) -> MultiHeadAttention:
+    def from_torch(
+        cls, module: nn.MultiheadAttention, num_kv_heads: int | None = None
+    ) -> MultiHeadAttention:
         """A new module with the weights of a ``torch.nn.MultiheadAttention``.
 
         PyTorch stores W_q, W_k and W_v stacked in ``in_proj_weight`` (3D, D);
         they are split and copied, as is ``out_proj`` into W_o. Dropout is not
         copied: compare the two modules in ``eval()`` mode.
 
+        Args:
+            module: the PyTorch module.
+            num_kv_heads: must be None or ``module.num_heads``: PyTorch's module
+                has one key/value head per query head (no grouped-query attention).
+
         Raises:
             ValueError: if ``module`` uses features this class does not have
-                (different key/value sizes, ``add_bias_kv``, ``add_zero_attn``).
+                (different key/value sizes, ``add_bias_kv``, ``add_zero_attn``),
+                or ``num_kv_heads`` asks for grouped-query attention.
         """
         if not isinstance(module, nn.MultiheadAttention):
             raise ValueError(
                 f"module must be a torch.nn.MultiheadAttention, got {type(module)}"
+            )
+        if num_kv_heads not in (None, module.num_heads):
+            raise ValueError(
+                "torch.nn.MultiheadAttention has one key/value head per query head "
+                f"(num_heads={module.num_heads}): it cannot give num_kv_heads="
+                f"{num_kv_heads!r}"
             )
         if not module._qkv_same_embed_dim:
             raise ValueError(

@@ -1,10 +1,16 @@
 """Architecture diagrams drawn by code, in the style of the book's figures.
 
 Each function returns a matplotlib :class:`~matplotlib.figure.Figure`: boxes for
-tensors and operations, arrows for the data flow, large type for a projector and
-an opaque white background so that they read in the light and dark themes.
+tensors and operations, arrows for the data flow, an opaque white background so
+that they read in the light and dark themes, and type large enough for a
+projector: no text under :data:`qkv.plot.MIN_FONT_PT` points, in figures no wider
+than :data:`qkv.plot.MAX_WIDTH_IN` inches, so that the page shows them at their
+natural size (``tests/test_transformer_diagrams.py`` measures it).
 
-- :func:`qkv_projections`: Q, K and V projected from x (chapter *queries-keys-values*);
+The labels use the symbols of the book's notation page: ``X`` is (T, D), the
+queries and keys are (T, d_k), the values (T, d_v), a head has E = D / H features.
+
+- :func:`qkv_projections`: Q, K and V projected from X (chapter *queries-keys-values*);
 - :func:`multi_head`: split, attention per head, concat, W_o (chapter *multi-head*);
 - :func:`transformer_block`: the encoder block (chapter *transformer-block*);
 - :func:`pipeline`: from token ids to a prediction and a loss (chapter
@@ -13,7 +19,7 @@ an opaque white background so that they read in the light and dark themes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
@@ -28,6 +34,8 @@ OPERATION = "#fdf3d0"
 ATTENTION = "#d9f0e3"
 LOSS = "#f9dede"
 EDGE = "#333333"
+#: The colour of the gradients flowing back (the dashed arrow of :func:`pipeline`).
+GRADIENT = "#a33a2c"
 
 
 @dataclass(frozen=True)
@@ -107,40 +115,52 @@ def _arrow(ax: Axes, start: tuple, end: tuple, label: str = "", bend: float = 0.
     if label:
         mid = ((start[0] + end[0]) / 2, (start[1] + end[1]) / 2)
         ax.text(
-            mid[0] + 0.1, mid[1], label, fontsize=11, ha="left", va="center", color=EDGE
+            mid[0] + 0.1, mid[1], label, fontsize=12, ha="left", va="center", color=EDGE
         )
 
 
 def qkv_projections() -> Figure:
-    """x projected into queries, keys and values by W_q, W_k and W_v."""
-    fig, ax = _canvas(8.5, 4.4, (-0.5, 11), (-0.9, 4.6))
-    x = _draw(ax, Box(1.2, 2.1, "inputs  X\n(T, D)", width=2.0, height=1.0))
-    for row, (name, out) in enumerate(
-        [("$W_q$", "queries  Q"), ("$W_k$", "keys  K"), ("$W_v$", "values  V")]
-    ):
-        y = 3.8 - 1.7 * row
-        weight = _draw(ax, Box(4.8, y, f"× {name}", width=1.6, fill=OPERATION))
-        result = _draw(ax, Box(8.4, y, f"{out}\n(T, d)", width=2.6, height=1.0))
+    """X projected into queries, keys and values: Q = X W_q, K = X W_k, V = X W_v.
+
+    Each box gives a shape: X is (T, D), W_q and W_k are (D, d_k), W_v is
+    (D, d_v), so that Q and K are (T, d_k) and V is (T, d_v).
+    """
+    fig, ax = _canvas(6.8, 4.1, (0, 6.8), (-0.45, 3.85))
+    x = _draw(ax, Box(0.8, 1.95, "inputs  X\n(T, D)", width=1.5, height=1.0))
+    rows = [
+        ("$W_q$", "$d_k$", "queries  Q"),
+        ("$W_k$", "$d_k$", "keys  K"),
+        ("$W_v$", "$d_v$", "values  V"),
+    ]
+    for row, (name, size, out) in enumerate(rows):
+        y = 3.25 - 1.3 * row
+        label = f"× {name}\n(D, {size})"
+        weight = _draw(ax, Box(3.1, y, label, width=1.5, height=0.95, fill=OPERATION))
+        result = _draw(ax, Box(5.6, y, f"{out}\n(T, {size})", width=2.0, height=0.95))
         _arrow(ax, x.right, weight.left)
         _arrow(ax, weight.right, result.left)
     ax.text(
-        4.8,
-        -0.6,
+        3.4,
+        -0.3,
         "three learned matrices, one input",
         ha="center",
-        fontsize=11,
+        fontsize=12,
         style="italic",
     )
     return fig
 
 
 def multi_head(num_heads: int = 3) -> Figure:
-    """Projection, split into heads, attention per head, concat and W_o."""
+    """Projection, split into heads, attention per head, concat and W_o.
+
+    Up to 3 heads the figure is less than 6.8 inches wide, and the page shows it at
+    its natural size; with more heads it grows wider, and the page shrinks it.
+    """
     if num_heads < 1:
         raise ValueError(f"num_heads must be >= 1, got {num_heads}")
     colours = plt.get_cmap(WEIGHTS_CMAP)
-    width = max(9.5, 3.2 * num_heads)
-    fig, ax = _canvas(width, 7.6, (0, width), (-0.3, 10.2))
+    width = max(8.8, 2.6 * num_heads + 1.0)  # in data units, 0.72 inch each
+    fig, ax = _canvas(0.72 * width, 7.6, (0, width), (-0.3, 10.2))
     centre = width / 2
     inputs = _draw(ax, Box(centre, 9.5, "inputs (T, D)", width=3.0))
     project = _draw(
@@ -152,15 +172,13 @@ def multi_head(num_heads: int = 3) -> Figure:
     _arrow(ax, inputs.bottom, project.top)
     split = _draw(
         ax,
-        Box(
-            centre, 6.7, "split_heads: (T, D) → (H, T, D/H)", width=6.2, fill=OPERATION
-        ),
+        Box(centre, 6.7, "split_heads: (T, D) → (H, T, E)", width=6.2, fill=OPERATION),
     )
     _arrow(ax, project.bottom, split.top)
-    step = width / (num_heads + 1)
+    step = 2.6  # between the centres of two heads
     heads = []
     for h in range(num_heads):
-        x = step * (h + 1)
+        x = centre + step * (h - (num_heads - 1) / 2)
         fill = colours(0.25 + 0.6 * h / max(1, num_heads - 1))
         tint = tuple(0.65 + 0.35 * c for c in fill[:3])
         head = _draw(
@@ -170,9 +188,7 @@ def multi_head(num_heads: int = 3) -> Figure:
         heads.append(head)
     concat = _draw(
         ax,
-        Box(
-            centre, 3.0, "concat_heads: (H, T, D/H) → (T, D)", width=6.4, fill=OPERATION
-        ),
+        Box(centre, 3.0, "concat_heads: (H, T, E) → (T, D)", width=6.4, fill=OPERATION),
     )
     for head in heads:
         _arrow(ax, head.bottom, concat.top)
@@ -225,42 +241,63 @@ def transformer_block() -> Figure:
     # Residual connections go around each sub-layer.
     _arrow(ax, (x0 + 1.5, 1.2), (add1.right[0], add1.y), bend=0.45)
     _arrow(ax, (x0 + 1.8, 4.35), (add2.right[0], add2.y), bend=0.45)
-    ax.text(5.55, 2.6, "residual", fontsize=11, rotation=90, va="center")
-    ax.text(5.85, 6.0, "residual", fontsize=11, rotation=90, va="center")
+    ax.text(5.55, 2.6, "residual", fontsize=12, rotation=90, va="center")
+    ax.text(5.85, 6.0, "residual", fontsize=12, rotation=90, va="center")
     ax.text(x0, 10.5, "repeated N times", ha="center", fontsize=12, style="italic")
     return fig
 
 
 def pipeline() -> Figure:
-    """From token ids to a prediction and a loss; gradients flow back."""
-    fig, ax = _canvas(12.5, 3.8, (-0.2, 20.6), (-1.6, 3.2))
-    steps = [
-        ("token ids\n(T,)", TENSOR),
-        ("embedding\n+ positions", OPERATION),
-        ("vectors\n(T, D)", TENSOR),
-        ("attention\n(learned)", ATTENTION),
-        ("vector at\nthe slot (D,)", TENSOR),
-        ("classifier\n→ 2 scores", OPERATION),
-        ("loss", LOSS),
+    """From token ids to a prediction and a loss; gradients flow back.
+
+    Seven steps in two rows, to keep the type large on a page: the top row goes
+    from the token ids to attention, the bottom row comes back from the vector at
+    the slot to the loss, and a dashed arrow carries the gradient of the loss back
+    to attention.
+    """
+    fig, ax = _canvas(6.8, 3.2, (0, 6.8), (0.25, 3.15))
+    columns = [0.75, 2.45, 4.15, 5.85]  # centres of the four columns
+    top, bottom = 2.6, 0.8
+    forward = [
+        Box(columns[0], top, "token ids\n(T,)"),
+        Box(columns[1], top, "embedding\n+ positions", fill=OPERATION),
+        Box(columns[2], top, "vectors\n(T, D)"),
+        Box(columns[3], top, "attention\n(learned)", fill=ATTENTION),
+        Box(columns[3], bottom, "vector at\nthe slot (D,)"),
+        Box(columns[2], bottom, "classifier\n→ 2 scores", fill=OPERATION),
+        Box(columns[1], bottom, "loss", fill=LOSS),
     ]
-    boxes = []
-    for i, (text, fill) in enumerate(steps):
-        boxes.append(
-            _draw(
-                ax,
-                Box(1.3 + 3.0 * i, 1.4, text, width=2.5, height=1.3, fill=fill),
-                fontsize=12,
-            )
-        )
-    for left, right in zip(boxes, boxes[1:], strict=False):
-        _arrow(ax, left.right, right.left)
-    _arrow(ax, (boxes[-1].x, 0.6), (boxes[3].x, 0.6), bend=-0.25)
+    boxes = [
+        _draw(ax, replace(box, width=1.4, height=0.95), fontsize=12) for box in forward
+    ]
+    for first, second in zip(boxes, boxes[1:], strict=False):
+        if first.y == second.y and first.x < second.x:
+            _arrow(ax, first.right, second.left)
+        elif first.y == second.y:
+            _arrow(ax, first.left, second.right)
+        else:
+            _arrow(ax, first.bottom, second.top)
+    loss, attention = boxes[-1], boxes[3]
+    gradient = FancyArrowPatch(
+        (loss.x + 0.35, loss.y + loss.height / 2),
+        (attention.x - 0.4, attention.y - attention.height / 2),
+        arrowstyle="-|>",
+        mutation_scale=16,
+        linewidth=1.8,
+        linestyle=(0, (4, 3)),
+        color=GRADIENT,
+        shrinkA=2,
+        shrinkB=2,
+    )
+    ax.add_patch(gradient)
     ax.text(
-        (boxes[-1].x + boxes[3].x) / 2,
-        -1.25,
-        "gradients of the loss flow back to every weight",
-        ha="center",
+        columns[0] - 0.7,
+        (top + bottom) / 2,
+        "gradients of the loss flow\nback to every weight",
+        ha="left",
+        va="center",
         fontsize=12,
         style="italic",
+        color=GRADIENT,
     )
     return fig

@@ -3,6 +3,13 @@
 Figures are meant to be projected: large type, an opaque white background (so
 they read on the dark theme too), SVG output, and ``viridis``, a perceptually
 uniform colormap that stays readable for colour-blind readers and in greyscale.
+
+Large type means: no text in a figure smaller than the page's caption text, at
+the width the page shows the figure (checked in the browser tests). The page shows
+a figure at its natural size up to about 7 inches wide and shrinks wider ones, so
+a figure up to :data:`MAX_WIDTH_IN` wide needs text of at least
+:data:`MIN_FONT_PT` points; a wider one needs ``MIN_FONT_PT * width / MAX_WIDTH_IN``
+(or stack its panels vertically).
 """
 
 from __future__ import annotations
@@ -18,6 +25,10 @@ from matplotlib.figure import Figure
 
 #: The colormap used for every attention weight in the book.
 WEIGHTS_CMAP = "viridis"
+#: The smallest text of a figure, in points, and the widest figure, in inches,
+#: that the page shows at its natural size (672 CSS pixels at 1280 pixels).
+MIN_FONT_PT = 12
+MAX_WIDTH_IN = 6.8
 
 _BOOK_RC = {
     "figure.facecolor": "white",
@@ -25,9 +36,12 @@ _BOOK_RC = {
     "savefig.facecolor": "white",
     "savefig.bbox": "tight",
     "figure.dpi": 110,
-    "font.size": 12,
-    "axes.titlesize": 13,
-    "axes.labelsize": 12,
+    "font.size": MIN_FONT_PT,
+    "axes.titlesize": MIN_FONT_PT + 1,
+    "axes.labelsize": MIN_FONT_PT,
+    "xtick.labelsize": MIN_FONT_PT,
+    "ytick.labelsize": MIN_FONT_PT,
+    "legend.fontsize": MIN_FONT_PT,
     "svg.fonttype": "path",
     "image.cmap": WEIGHTS_CMAP,
 }
@@ -44,6 +58,12 @@ def use_book_style() -> None:
         from matplotlib_inline.backend_inline import set_matplotlib_formats
 
         set_matplotlib_formats("svg")
+
+
+def book_style():
+    """The book's figure style inside a ``with`` block only, for figures that the
+    package draws for the reader (the static figures of :mod:`qkv.explorables`)."""
+    return mpl.rc_context(_BOOK_RC)
 
 
 def _as_array(weights: torch.Tensor | np.ndarray) -> np.ndarray:
@@ -103,7 +123,7 @@ def heatmap(
             f"for weights of shape {array.shape}"
         )
     if ax is None:
-        size = (1.2 + 0.75 * n_cols, 0.8 + 0.6 * n_rows)
+        size = (1.4 + 0.85 * n_cols, 1.0 + 0.65 * n_rows)
         fig, ax = plt.subplots(figsize=size, layout="constrained")
     else:
         fig = ax.figure
@@ -128,7 +148,7 @@ def heatmap(
                     ha="center",
                     va="center",
                     color=colour,
-                    fontsize=10,
+                    fontsize=MIN_FONT_PT,
                 )
     if colorbar:
         fig.colorbar(image, ax=ax, shrink=0.85)
@@ -144,6 +164,7 @@ def head_grid(
     ncols: int | None = None,
     annotate: bool = False,
     decimals: int = 2,
+    width: float | None = None,
 ) -> Figure:
     """One heatmap per head, side by side, on a shared colour scale.
 
@@ -154,6 +175,11 @@ def head_grid(
         ncols: heads per row of the grid (default: all in one row, at most 4).
         annotate: write each weight in its cell.
         decimals: decimals of the annotations.
+        width: the figure's width in inches, e.g. :data:`MAX_WIDTH_IN` for a
+            figure the page shows at its natural size (its text as large as the
+            caption). The panels share it, and only the left column and the
+            bottom row carry the labels. Default: a width that grows with the
+            number of columns, each panel labelled.
 
     Returns:
         The figure.
@@ -169,13 +195,16 @@ def head_grid(
         raise ValueError(f"got {len(titles)} titles for {n_heads} heads")
     ncols = min(n_heads, 4) if ncols is None else ncols
     nrows = -(-n_heads // ncols)
-    cell = 0.45 if n_cols > 8 else 0.6
+    if width is None:
+        cell = 0.45 if n_cols > 8 else 0.6
+        figsize = (ncols * (1.2 + cell * n_cols), nrows * (1.0 + cell * n_rows))
+    elif not width > 0:
+        raise ValueError(f"width must be a number of inches > 0, got {width!r}")
+    else:  # labels on the left (about 1 inch) and a colour bar (about 0.8 inch)
+        cell = (width - 1.8) / (ncols * n_cols)
+        figsize = (width, nrows * (0.5 + cell * n_rows) + 1.0)
     fig, axes = plt.subplots(
-        nrows,
-        ncols,
-        figsize=(ncols * (1.2 + cell * n_cols), nrows * (1.0 + cell * n_rows)),
-        layout="constrained",
-        squeeze=False,
+        nrows, ncols, figsize=figsize, layout="constrained", squeeze=False
     )
     vmax = float(array.max())
     for h, ax in enumerate(axes.flat):
@@ -195,5 +224,9 @@ def head_grid(
             xlabel="key" if h // ncols == nrows - 1 else "",
             ylabel="query" if h % ncols == 0 else "",
         )
+        if width is not None:  # labels on the outer panels only
+            last_row = h + ncols >= n_heads
+            ax.tick_params(labelleft=h % ncols == 0, labelbottom=last_row)
+            ax.set_xlabel("key" if last_row else "")
     fig.colorbar(axes.flat[0].images[0], ax=axes, shrink=0.8)
     return fig

@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import functools
 import os
-import socket
+import urllib.error
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlparse
 
 import torch
 from torch import Tensor
+
+from qkv.attention import _check_int
 
 __all__ = [
     "AttentionMaps",
@@ -59,12 +61,25 @@ def _how_to_get(name: str) -> str:
 
 def _hub_reachable(timeout: float = 3.0) -> bool:
     """Whether the Hugging Face Hub answers at all (its client retries for a
-    minute, printing as it goes, before it gives up on a closed network)."""
-    host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname
+    minute, printing as it goes, before it gives up on a closed network).
+
+    One HEAD request to the hub (``HF_ENDPOINT``) through urllib, which honours
+    the proxy settings as the hub's client does: ``HTTPS_PROXY``/``https_proxy``
+    (and ``HTTP_PROXY`` for an http endpoint), except for the hosts listed in
+    ``NO_PROXY``/``no_proxy``, which are reached directly. Any answer of the
+    hub counts, even an error page; no answer within ``timeout`` seconds, a
+    refused connection or a proxy that refuses the tunnel do not.
+    """
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
+    request = urllib.request.Request(endpoint, method="HEAD")
+    opener = urllib.request.build_opener()  # reads the proxy settings now
     try:
-        with socket.create_connection((host, 443), timeout=timeout):
+        with opener.open(request, timeout=timeout):
             return True
-    except OSError:
+    except urllib.error.HTTPError as error:  # an answer; 5xx: from a proxy, or down
+        error.close()
+        return error.code < 500
+    except (OSError, ValueError):  # URLError, timeout, TLS; ValueError: bad URL
         return False
 
 
@@ -127,13 +142,59 @@ def load_model(name_or_path: str | Path | None = None):
 class AttentionMaps:
     """The attention weights of every head of a model on one sentence.
 
+    Checked on creation (see :meth:`check`).
+
     Attributes:
         tokens: the T tokens, special tokens included.
-        weights: shape (layers, heads, T, T); each row sums to 1.
+        weights: shape (layers, heads, T, T); each row sums to 1 (or is all 0,
+            for a query that may attend to nothing).
     """
 
     tokens: list[str]
     weights: Tensor
+
+    def __post_init__(self) -> None:
+        self.check()
+
+    def check(self) -> None:
+        """Raise ``ValueError`` unless the maps are what the docs promise.
+
+        The tokens are strings; the weights have shape (layers, heads, T, T)
+        with at least one layer, head and token, and are finite and
+        non-negative; each row sums to 1 (within 0.01, for models computed in
+        half precision) or is all 0.
+        """
+        tokens, weights = self.tokens, self.weights
+        if not isinstance(tokens, list | tuple) or not all(
+            isinstance(token, str) for token in tokens
+        ):
+            raise ValueError(f"tokens must be a list of strings, got {tokens!r}")
+        if not isinstance(weights, Tensor) or not weights.is_floating_point():
+            got = weights.dtype if isinstance(weights, Tensor) else type(weights)
+            raise ValueError(f"weights must be a floating tensor, got {got}")
+        n = len(tokens)
+        if weights.dim() != 4 or weights.shape[-2:] != (n, n) or 0 in weights.shape:
+            raise ValueError(
+                f"weights must have shape (layers, heads, T, T) with T = {n} "
+                f"tokens and at least one layer and head, got {tuple(weights.shape)}"
+            )
+        sums = weights.sum(dim=-1)  # (layers, heads, T)
+        for problem, bad in (
+            ("is not finite", ~torch.isfinite(weights).all(dim=-1)),
+            ("has a negative weight", (weights < 0).any(dim=-1)),
+            (
+                "does not sum to 1 (nor is it all 0)",
+                ((sums - 1).abs() > 0.01) & (sums != 0),
+            ),
+        ):
+            if bad.any():
+                layer, head, row = (int(i) for i in bad.nonzero()[0])
+                values = weights[layer, head, row].tolist()
+                shown = values if n <= 8 else [*values[:8], "..."]
+                raise ValueError(
+                    f"weights: the row of layer {layer}, head {head}, token {row} "
+                    f"({tokens[row]!r}) {problem}: {shown}"
+                )
 
     @property
     def n_layers(self) -> int:
@@ -149,6 +210,8 @@ class AttentionMaps:
         Raises:
             ValueError: if the token is not in the sentence; lists the tokens.
         """
+        if not isinstance(token, str):
+            raise ValueError(f"token must be a string, got {token!r}")
         if token in self.tokens:
             return self.tokens.index(token)
         lowered = [t.lower() for t in self.tokens]
@@ -170,6 +233,10 @@ def attention_maps(sentence: str, tokenizer=None, model=None) -> AttentionMaps:
 
     Returns:
         :class:`AttentionMaps` with weights of shape (layers, heads, T, T).
+
+    Raises:
+        ValueError: if the sentence is empty, or has more tokens than the model
+            has positions (the message gives both numbers).
     """
     if not isinstance(sentence, str) or not sentence.strip():
         raise ValueError(f"sentence must be a non-empty string, got {sentence!r}")
@@ -178,6 +245,7 @@ def attention_maps(sentence: str, tokenizer=None, model=None) -> AttentionMaps:
     if tokenizer is None:
         tokenizer, model = load_model()
     encoded = tokenizer(sentence, return_tensors="pt")
+    _check_length(encoded["input_ids"].shape[-1], tokenizer, model)
     with torch.no_grad():
         output = model(**encoded, output_attentions=True)
     if output.attentions is None or output.attentions[0] is None:
@@ -188,6 +256,28 @@ def attention_maps(sentence: str, tokenizer=None, model=None) -> AttentionMaps:
     weights = torch.stack(output.attentions)[:, 0].float()  # (layers, H, T, T)
     tokens = tokenizer.convert_ids_to_tokens(encoded["input_ids"][0].tolist())
     return AttentionMaps(tokens=list(tokens), weights=weights)
+
+
+def _check_length(n_tokens: int, tokenizer, model) -> None:
+    """Raise ``ValueError`` if ``n_tokens`` is more than ``model`` can read: its
+    ``config.max_position_embeddings``, or the tokenizer's ``model_max_length``
+    if smaller (RoBERTa-like models keep 2 of their positions for padding)."""
+    limits = {}
+    positions = getattr(model.config, "max_position_embeddings", None)
+    if isinstance(positions, int):
+        limits["config.max_position_embeddings"] = positions
+    declared = getattr(tokenizer, "model_max_length", None)
+    if isinstance(declared, int) and declared < 1_000_000:  # else: "no limit"
+        limits["the tokenizer's model_max_length"] = declared
+    if not limits:
+        return
+    source, limit = min(limits.items(), key=lambda item: item[1])
+    if n_tokens > limit:
+        raise ValueError(
+            f"sentence is {n_tokens} tokens long (special tokens included), but "
+            f"{type(model).__name__} reads at most {limit} positions ({source}): "
+            "shorten it"
+        )
 
 
 def find_heads(
@@ -207,11 +297,12 @@ def find_heads(
         ``(layer, head, weight)`` tuples, 0-based, largest weight first.
 
     Raises:
-        ValueError: if a token is not in the sentence (the message lists the
-            tokens) or ``top`` is not a positive int.
+        ValueError: if ``maps`` are not attention maps, a token is not in the
+            sentence (the message lists the tokens) or ``top`` is not an int >= 1.
     """
-    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
-        raise ValueError(f"top must be an int >= 1, got {top!r}")
+    if not isinstance(maps, AttentionMaps):
+        raise ValueError(f"maps must be AttentionMaps, got {type(maps).__name__}")
+    top = _check_int("top", top, minimum=1)
     query, key = maps.index(query_token), maps.index(key_token)
     scores = maps.weights[:, :, query, key]  # (layers, heads)
     values, flat = scores.flatten().topk(min(top, scores.numel()))

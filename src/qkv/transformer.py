@@ -3,23 +3,49 @@
 Explained in the chapter *transformer-block*. Shapes follow the legend of
 :mod:`qkv.attention` (T positions, D model dimension, F feed-forward width).
 
-The block is post-norm, as in Vaswani et al. (2017) and as PyTorch's
+The block is post-norm by default, as in Vaswani et al. (2017) and as PyTorch's
 ``nn.TransformerEncoderLayer`` by default:
 
     x = LayerNorm(x + MultiHeadAttention(x))
     x = LayerNorm(x + FeedForward(x))
+
+and pre-norm with ``pre_norm=True`` (Xiong et al. 2020; PyTorch's
+``norm_first=True``):
+
+    x = x + MultiHeadAttention(LayerNorm(x))
+    x = x + FeedForward(LayerNorm(x))
+
+The pieces of the modern block (section "The modern block" of the chapter) are
+here too: :class:`RMSNorm` (Zhang and Sennrich 2019) and :class:`SwiGLU`
+(Shazeer 2020).
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 from torch import Tensor, nn
 
-from qkv.attention import MultiHeadAttention
+from qkv.attention import MultiHeadAttention, _check_bool, _check_floating, _check_int
 
-__all__ = ["FeedForward", "TransformerBlock", "sinusoidal_positions"]
+__all__ = [
+    "FeedForward",
+    "RMSNorm",
+    "SwiGLU",
+    "TransformerBlock",
+    "sinusoidal_positions",
+]
+
+
+def _check_features(x: Tensor, embed_dim: int) -> None:
+    """Raise ``ValueError`` unless ``x`` is a floating tensor (..., D)."""
+    _check_floating("x", x, min_rank=1)
+    if x.shape[-1] != embed_dim:
+        raise ValueError(
+            f"the last dim of x must be embed_dim={embed_dim}, got x {tuple(x.shape)}"
+        )
 
 
 def sinusoidal_positions(length: int, dim: int, base: float = 10_000.0) -> Tensor:
@@ -37,9 +63,9 @@ def sinusoidal_positions(length: int, dim: int, base: float = 10_000.0) -> Tenso
     Returns:
         Tensor of shape (T, D).
     """
-    for name, value in (("length", length), ("dim", dim)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+    length = _check_int("length", length, minimum=1)
+    dim = _check_int("dim", dim, minimum=1)
+    _check_positive("base", base)
     if dim % 2:
         raise ValueError(f"dim must be even (sin and cos pairs), got dim={dim}")
     positions = torch.arange(length, dtype=torch.float32)[:, None]  # (T, 1)
@@ -49,6 +75,17 @@ def sinusoidal_positions(length: int, dim: int, base: float = 10_000.0) -> Tenso
     codes[:, 0::2] = torch.sin(angles)
     codes[:, 1::2] = torch.cos(angles)
     return codes
+
+
+def _check_positive(name: str, value: float) -> None:
+    """Raise ``ValueError`` unless ``value`` is a finite real number > 0."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
 
 
 class FeedForward(nn.Module):
@@ -64,6 +101,9 @@ class FeedForward(nn.Module):
 
     def __init__(self, embed_dim: int, ff_dim: int, bias: bool = True) -> None:
         super().__init__()
+        embed_dim = _check_int("embed_dim", embed_dim, minimum=1)
+        ff_dim = _check_int("ff_dim", ff_dim, minimum=1)
+        _check_bool("bias", bias)
         self.linear1 = nn.Linear(embed_dim, ff_dim, bias=bias)
         self.linear2 = nn.Linear(ff_dim, embed_dim, bias=bias)
 
@@ -72,13 +112,79 @@ class FeedForward(nn.Module):
         return self.linear2(torch.relu(self.linear1(x)))  # (..., T, F) -> (..., T, D)
 
 
+class RMSNorm(nn.Module):
+    """Root-mean-square normalisation: a layer norm without the mean and the shift.
+
+    Explained in the chapter *transformer-block* (the modern block), after Zhang
+    and Sennrich (2019)::
+
+        RMSNorm(x) = weight * x / sqrt(mean(x ** 2) + eps)
+
+    The mean is over the last dim. Equal to ``torch.nn.RMSNorm(D, eps=eps)``
+    with the same weight. It has D parameters (a layer norm has 2 D).
+
+    Args:
+        embed_dim: D, the size of each vector.
+        eps: added to the mean square (a vector of zeros stays zero, not NaN).
+    """
+
+    def __init__(self, embed_dim: int, eps: float = 1e-6) -> None:
+        super().__init__()
+        embed_dim = _check_int("embed_dim", embed_dim, minimum=1)
+        if isinstance(eps, bool) or not isinstance(eps, int | float) or not eps > 0:
+            raise ValueError(f"eps must be a number > 0, got {eps!r}")
+        self.embed_dim = embed_dim
+        self.eps = float(eps)
+        self.weight = nn.Parameter(torch.ones(embed_dim))  # (D,), the learned scale
+
+    def forward(self, x: Tensor) -> Tensor:
+        """x: (..., D) -> (..., D)."""
+        _check_features(x, self.embed_dim)
+        mean_square = x.pow(2).mean(dim=-1, keepdim=True)  # (..., 1)
+        return self.weight * x / torch.sqrt(mean_square + self.eps)
+
+
+class SwiGLU(nn.Module):
+    """A gated feed-forward network: SwiGLU of Shazeer (2020), no biases.
+
+    Explained in the chapter *transformer-block* (the modern block)::
+
+        SwiGLU(x) = (SiLU(x W_gate) * (x W_up)) W_down,  SiLU(z) = z * sigmoid(z)
+
+    (Shazeer writes W, V and W_2.) Three weight matrices, D x F, D x F and F x D:
+    3 D F parameters without biases. With
+    F = 8 D / 3 it has as many as a :class:`FeedForward` of hidden size 4 D
+    without biases (2 D * 4 D), as in Shazeer (2020), where D = 768, F = 2048.
+
+    Args:
+        embed_dim: D, input and output size.
+        hidden_dim: F, the hidden size.
+        bias: whether the linear layers have biases (Shazeer and LLaMA use none).
+    """
+
+    def __init__(self, embed_dim: int, hidden_dim: int, bias: bool = False) -> None:
+        super().__init__()
+        embed_dim = _check_int("embed_dim", embed_dim, minimum=1)
+        hidden_dim = _check_int("hidden_dim", hidden_dim, minimum=1)
+        self.embed_dim = embed_dim
+        self.gate = nn.Linear(embed_dim, hidden_dim, bias=bias)  # W_gate
+        self.up = nn.Linear(embed_dim, hidden_dim, bias=bias)  # W_up
+        self.down = nn.Linear(hidden_dim, embed_dim, bias=bias)  # W_down
+
+    def forward(self, x: Tensor) -> Tensor:
+        """x: (..., T, D) -> (..., T, D)."""
+        _check_features(x, self.embed_dim)
+        hidden = nn.functional.silu(self.gate(x)) * self.up(x)  # (..., T, F)
+        return self.down(hidden)  # (..., T, D)
+
+
 class TransformerBlock(nn.Module):
     """Multi-head self-attention and a feed-forward network, each wrapped in a
-    residual connection and a layer norm (post-norm).
+    residual connection and a layer norm (post-norm, or pre-norm).
 
     Explained in the chapter *transformer-block*. Equal to
-    ``torch.nn.TransformerEncoderLayer(D, H, F, dropout=0, batch_first=True)``
-    once the weights are copied with :meth:`from_torch`.
+    ``torch.nn.TransformerEncoderLayer(D, H, F, dropout=0, batch_first=True,
+    norm_first=pre_norm)`` once the weights are copied with :meth:`from_torch`.
 
     Args:
         embed_dim: D.
@@ -86,6 +192,8 @@ class TransformerBlock(nn.Module):
         ff_dim: F, the hidden size of the feed-forward network.
         bias: whether the linear layers have biases.
         eps: the epsilon of the layer norms.
+        pre_norm: normalise the input of each sub-layer, ``x + f(norm(x))``,
+            instead of the sum, ``norm(x + f(x))`` (the default, post-norm).
     """
 
     def __init__(
@@ -95,8 +203,12 @@ class TransformerBlock(nn.Module):
         ff_dim: int,
         bias: bool = True,
         eps: float = 1e-5,
+        pre_norm: bool = False,
     ) -> None:
         super().__init__()
+        _check_positive("eps", eps)
+        _check_bool("pre_norm", pre_norm)
+        self.pre_norm = pre_norm
         self.attention = MultiHeadAttention(embed_dim, num_heads, bias=bias)
         self.norm1 = nn.LayerNorm(embed_dim, eps=eps, bias=bias)
         self.feed_forward = FeedForward(embed_dim, ff_dim, bias=bias)
@@ -106,25 +218,32 @@ class TransformerBlock(nn.Module):
         self, x: Tensor, attn_mask: Tensor | None = None, is_causal: bool = False
     ) -> Tensor:
         """x: (..., T, D) -> (..., T, D)."""
-        context, _ = self.attention(
-            x, attn_mask=attn_mask, is_causal=is_causal, need_weights=False
-        )
-        x = self.norm1(x + context)  # residual, then normalise
+
+        def attend(h: Tensor) -> Tensor:  # multi-head self-attention, (..., T, D)
+            context, _ = self.attention(
+                h, attn_mask=attn_mask, is_causal=is_causal, need_weights=False
+            )
+            return context
+
+        if self.pre_norm:  # normalise each sub-layer's input; the sums stay raw
+            x = x + attend(self.norm1(x))
+            return x + self.feed_forward(self.norm2(x))
+        x = self.norm1(x + attend(x))  # post-norm: add, then normalise
         return self.norm2(x + self.feed_forward(x))
 
     @classmethod
     def from_torch(cls, layer: nn.TransformerEncoderLayer) -> TransformerBlock:
         """A new block with the weights of a ``torch.nn.TransformerEncoderLayer``.
 
+        Pre-norm layers (``norm_first=True``) give a block with ``pre_norm=True``.
+
         Raises:
-            ValueError: if ``layer`` is pre-norm or does not use ReLU.
+            ValueError: if ``layer`` does not use ReLU.
         """
         if not isinstance(layer, nn.TransformerEncoderLayer):
             raise ValueError(
                 f"layer must be a torch.nn.TransformerEncoderLayer, got {type(layer)}"
             )
-        if layer.norm_first:
-            raise ValueError("layer is pre-norm (norm_first=True): not supported")
         if layer.activation_relu_or_gelu != 1:
             raise ValueError(f"layer must use ReLU, got {layer.activation}")
         attention = MultiHeadAttention.from_torch(layer.self_attn)
@@ -135,6 +254,7 @@ class TransformerBlock(nn.Module):
             layer.linear1.out_features,
             bias=has_bias,
             eps=layer.norm1.eps,
+            pre_norm=bool(layer.norm_first),
         )
         block.to(dtype=layer.linear1.weight.dtype, device=layer.linear1.weight.device)
         block.attention = attention

@@ -16,6 +16,11 @@ that is not ``python -m ipykernel_launcher ...`` with this very Python starts th
 ordinary way. By default kernels are forked on Linux only; ``QKV_WARM_KERNELS=0``
 starts every kernel the ordinary way, ``QKV_WARM_KERNELS=1`` forks them anywhere.
 
+Warm kernels must never cost a user their build. If the warm process cannot
+start, every kernel starts the ordinary way, after a one-line notice
+(:func:`fall_back`); if a forked kernel fails to start, the prefill runs that
+chapter again in an ordinary kernel and forks no more (``bookbuild.prefill``).
+
 Two things a fork must not carry over, and how they are avoided:
 
 * matplotlib reads ``MPLBACKEND`` once, at import: the warm process imports it
@@ -61,15 +66,42 @@ PRELOAD = [
 
 _context_lock = threading.Lock()
 _context: multiprocessing.context.ForkServerContext | None = None
+#: Why warm kernels were given up in this process (None while they work).
+_given_up: str | None = None
 
 
 def enabled() -> bool:
     """``QKV_WARM_KERNELS=1`` or ``0`` decides; by default, on Linux only (on
-    macOS, a fork after loading system frameworks can crash the child)."""
+    macOS, a fork after loading system frameworks can crash the child). False
+    once :func:`fall_back` was called."""
+    if _given_up is not None:
+        return False
     setting = os.environ.get("QKV_WARM_KERNELS")
     if setting is not None:
         return setting != "0"
     return sys.platform.startswith("linux")
+
+
+def fall_back(reason: str) -> None:
+    """Start every later kernel the ordinary way; say so once, on one line."""
+    global _given_up
+    with _context_lock:
+        if _given_up is None:
+            _given_up = reason
+            print(f"warm kernels off ({reason}): starting ordinary kernels")
+
+
+def start_warm_process() -> bool:
+    """Start the warm process now if warm kernels are on; False if they are off
+    or it could not start (then :func:`fall_back` has been called)."""
+    if not enabled():
+        return False
+    try:
+        warm_context()
+    except Exception as error:  # any failure: the build goes on without it
+        fall_back(f"the warm process did not start: {type(error).__name__}: {error}")
+        return False
+    return True
 
 
 def warm_context() -> multiprocessing.context.ForkServerContext:
@@ -102,8 +134,6 @@ def _run_kernel(argv: list[str], cwd: str | None, env: dict[str, str]) -> None:
     if cwd:
         os.chdir(cwd)
     sys.argv = ["ipykernel_launcher", *argv]
-    if sys.path and sys.path[0] == "":
-        del sys.path[0]
     _reseed()
     from ipykernel import kernelapp
 
@@ -166,10 +196,12 @@ class WarmKernelManager(AsyncKernelManager):
 
     #: How many kernels were forked, and how many started the ordinary way.
     launches = {"forked": 0, "ordinary": 0}
+    #: What a forked process runs (a picklable function of argv, cwd, env).
+    kernel_main = staticmethod(_run_kernel)
 
     async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
         argv = ipykernel_arguments(kernel_cmd)
-        if not enabled() or argv is None:
+        if argv is None or not start_warm_process():
             await super()._async_launch_kernel(kernel_cmd, **kw)
             with _context_lock:
                 self.launches["ordinary"] += 1
@@ -179,7 +211,7 @@ class WarmKernelManager(AsyncKernelManager):
         env = dict(kw.get("env") or os.environ)
         cwd = kw.get("cwd")
         process = warm_context().Process(
-            target=_run_kernel, args=(argv, str(cwd) if cwd else None, env)
+            target=self.kernel_main, args=(argv, str(cwd) if cwd else None, env)
         )
         process.start()
         with _context_lock:

@@ -1,6 +1,6 @@
 """The built site served on 127.0.0.1, and Debian's Chromium to look at it.
 
-Shared by the PDF handouts (``scripts/handouts.py``) and the browser tests, so
+Shared by the PDF handouts (:mod:`bookbuild.handouts`) and the browser tests, so
 that both serve the site, start the browser and wait for the math the same way.
 The browser is Debian's ``/usr/bin/chromium`` (``QKV_CHROMIUM`` to use another)
 driven by the Python playwright package; never a downloaded browser.

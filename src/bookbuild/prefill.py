@@ -5,22 +5,25 @@ falls back to serial with a warning), so a cold build of the book takes the sum 
 all chapters' execution times on a machine with several cores. And each chapter's
 fresh kernel first spends seconds importing torch.
 
-Answer: ``make book`` first runs this script. It registers every chapter of
-``_toc.yml`` in the same jupyter-cache folder that ``dependency_cache.py`` gives
+Answer: ``make book`` first runs this module. It registers every chapter of
+``_toc.yml`` in the same jupyter-cache folder that ``bookbuild.cache`` gives
 Sphinx, reading them with myst-nb's own reader (so the cache keys match), and
 executes the ones not cached yet, one kernel per core at a time, longest chapters
 first. Kernels are forked from a process that has imported torch already
-(``warm_kernels.py``), and each gets one torch thread (``OMP_NUM_THREADS=1``), so
+(``bookbuild.kernels``), and each gets one torch thread (``OMP_NUM_THREADS=1``), so
 kernels do not fight over the cores. Sphinx then finds every chapter in the cache.
 A chapter that fails here is not cached: Sphinx executes it again and reports the
 error, so the strict build still fails on it.
 
-Usage: ``python _ext/prefill_cache.py [BOOK_ROOT]`` (default: this repository).
-``QKV_WARM_KERNELS=0`` starts ordinary kernels instead of forked ones.
+Usage: ``python -m bookbuild.prefill [BOOK_ROOT]`` (default: the current folder).
+``QKV_WARM_KERNELS=0`` starts ordinary kernels instead of forked ones. A forked
+kernel that fails to start is not an error: the chapter runs again in an
+ordinary kernel, and later chapters too (one line says so).
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import sys
@@ -31,11 +34,10 @@ from pathlib import Path
 
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import warm_kernels  # noqa: E402
-from book_toc import is_notebook, pages  # noqa: E402
-from dependency_cache import DEFAULT_PATHS, cache_path  # noqa: E402
-from warm_kernels import WarmKernelManager, warm_context  # noqa: E402
+from bookbuild import kernels
+from bookbuild.cache import DEFAULT_PATHS, cache_path, prune_caches
+from bookbuild.kernels import WarmKernelManager
+from bookbuild.toc import is_notebook, pages
 
 READER = {"name": "myst_nb_md", "type": "plugin"}
 
@@ -49,22 +51,44 @@ def dependency_paths(config: dict) -> list[str]:
     return list(sphinx_config.get("dependency_cache_paths", DEFAULT_PATHS))
 
 
-def execute(project_nb, execution: dict):
+def execute(project_nb, execution: dict, manager=WarmKernelManager):
     """Run one chapter in its folder, in a warm kernel, with the ``execute:``
-    settings of ``_config.yml`` (as Sphinx would); never raises."""
-    from jupyter_cache.executors.utils import ExecutionResult, single_nb_execution
+    settings of ``_config.yml`` (as Sphinx would); never raises.
+
+    If the kernel could not start or died (not a failing cell: that is the
+    chapter's own error), the chapter runs again in an ordinary kernel, and
+    warm kernels are given up for the rest of the build.
+    """
+    from jupyter_cache.executors.utils import ExecutionResult
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
     cwd = str(Path(project_nb.uri).parent)
+    notebook = project_nb.nb  # executed in place (a retry clears each output)
+    client = NotebookClient(
+        notebook,
+        timeout=execution.get("timeout", 30),
+        allow_errors=execution.get("allow_errors", False),
+        kernel_manager_class=manager,
+        resources={"metadata": {"path": cwd}},
+        record_timing=False,  # cell metadata is part of the cache key
+    )
+    start, error, trace = time.perf_counter(), None, None
     try:
-        result = single_nb_execution(
-            project_nb.nb,
-            cwd=cwd,
-            timeout=execution.get("timeout", 30),
-            allow_errors=execution.get("allow_errors", False),
-            kernel_manager_class=WarmKernelManager,
-        )
-    except Exception as error:  # a kernel that died, say: Sphinx will retry
-        result = ExecutionResult(project_nb.nb, cwd, 0.0, error, traceback.format_exc())
+        client.execute()
+    except (CellExecutionError, CellTimeoutError) as cell_error:
+        error, trace = cell_error, traceback.format_exc()  # the chapter's own
+    except Exception as kernel_error:  # a kernel that did not start, or died
+        # nbclient leaves its clean-up registered when a kernel fails to start.
+        atexit.unregister(client._cleanup_kernel)
+        if issubclass(manager, WarmKernelManager) and kernels.enabled():
+            kernels.fall_back(
+                f"a forked kernel failed in {Path(project_nb.uri).stem}: "
+                f"{type(kernel_error).__name__}: {kernel_error}"
+            )
+            return execute(project_nb, execution)  # now in an ordinary kernel
+        error, trace = kernel_error, traceback.format_exc()
+    result = ExecutionResult(notebook, cwd, time.perf_counter() - start, error, trace)
     return project_nb, result
 
 
@@ -92,9 +116,10 @@ def main(root: Path) -> int:
     start = time.perf_counter()
     config = book_config(root)
     folder = cache_path(root, root / "_build", dependency_paths(config))
-    if not Path(folder).exists() and warm_kernels.enabled():
-        warm_context()  # every chapter will run: import torch while they are read
+    if not folder.exists():
+        kernels.start_warm_process()  # every chapter will run: import torch now
     cache = get_cache(folder)
+    prune_caches(folder)
     for page in pages(root):
         if is_notebook(root, page):
             cache.add_nb_to_project(str(root / f"{page}.md"), read_data=READER)
@@ -102,8 +127,7 @@ def main(root: Path) -> int:
     if not todo:
         print(f"prefill: all chapters cached ({time.perf_counter() - start:.1f} s)")
         return 0
-    if warm_kernels.enabled():
-        warm_context()
+    kernels.start_warm_process()
     # Longest chapters first (times of the previous run), one chapter per task:
     # the two cores then finish at about the same time.
     runtimes_file = root / "_build" / ".jupyter_cache" / "runtimes.json"
@@ -141,10 +165,4 @@ def main(root: Path) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(
-        main(
-            Path(sys.argv[1]).resolve()
-            if len(sys.argv) > 1
-            else Path(__file__).resolve().parents[1]
-        )
-    )
+    sys.exit(main(Path(sys.argv[1] if len(sys.argv) > 1 else ".").resolve()))

@@ -1,0 +1,82 @@
+"""Stamp the build date and commit into the build-info page and every footer.
+
+Problem: a chapter's outputs come from the execution cache, so a code cell cannot
+report when the site was built, and Sphinx does not even re-read an unchanged page.
+
+Answer: the pages listed in ``build_info_pages`` are marked outdated at every
+build (cheap: their code comes from the cache), and while their source is read the
+placeholders ``%%BUILD_DATE%%`` and ``%%BUILD_COMMIT%%`` are replaced by the current
+UTC time and the git commit of the book (``unknown`` outside a git checkout).
+Every page's footer also gives the book's version, the commit, the build date and
+the torch version. The footer leaves out the ``+changes`` mark and the time of
+day: editing a page must not rewrite every page of the site.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sphinx.application import Sphinx
+
+
+def _git(root: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", *args], cwd=root, capture_output=True, text=True, check=True, timeout=10
+    )
+    return done.stdout.strip()
+
+
+def commit(root: Path, mark_changes: bool = True) -> str:
+    """The short commit of ``root``, with ``+changes`` if the tree is not clean."""
+    try:
+        sha = _git(root, "rev-parse", "--short", "HEAD")
+        dirty = mark_changes and _git(root, "status", "--porcelain", "-uno")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return f"{sha}+changes" if dirty else sha
+
+
+def _always_outdated(app, env, added, changed, removed):
+    return [page for page in app.config.build_info_pages if page in env.found_docs]
+
+
+def _stamp(app: Sphinx, docname: str, source: list[str]) -> None:
+    if docname not in app.config.build_info_pages:
+        return
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    source[0] = (
+        source[0]
+        .replace("%%BUILD_DATE%%", stamp)
+        .replace("%%BUILD_COMMIT%%", commit(Path(app.srcdir)))
+    )
+
+
+def _footer(app: Sphinx, config) -> None:
+    """Provenance on every page: book version, commit, build date, torch."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def installed(name: str) -> str:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "not installed"
+
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d")
+    footer = (
+        f"Attention, Computed {installed('qkv')} · commit "
+        f"{commit(Path(app.srcdir), mark_changes=False)} · built {stamp} · "
+        f"torch {installed('torch')}"
+    )
+    options = dict(config.html_theme_options or {})
+    options["extra_footer"] = f'<p class="qkv-provenance">{footer}</p>'
+    config.html_theme_options = options
+
+
+def setup(app: Sphinx) -> dict:
+    app.connect("config-inited", _footer)
+    app.add_config_value("build_info_pages", ["book/build-info"], "env", [list])
+    app.connect("env-get-outdated", _always_outdated)
+    app.connect("source-read", _stamp)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

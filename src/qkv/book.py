@@ -1,0 +1,174 @@
+"""Helpers the chapters share: counts and tables a reader sees, and bookkeeping.
+
+Two kinds of helpers live here, so that no chapter defines its own:
+
+* What a reader sees and may reuse in a notebook: :func:`n_params`,
+  :func:`shape_md`, :func:`markdown_table`, :func:`shape_table`,
+  :func:`human_bytes`.
+* The book's bookkeeping, called only in cells hidden from the page (tagged
+  ``remove-cell``, left out of the downloaded notebooks): :func:`glue`,
+  :func:`glue_all` and :func:`glue_figure` paste computed values into the prose
+  with myst-nb's ``glue``. They convert tensors and NumPy scalars to plain Python
+  numbers (``{glue:text}`` with a format spec needs one) and never display
+  anything themselves.
+
+myst-nb is imported only when a value is glued: a notebook that never glues runs
+with ``qkv`` alone.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+from torch import Tensor, nn
+
+__all__ = [
+    "glue",
+    "glue_all",
+    "glue_figure",
+    "human_bytes",
+    "markdown_table",
+    "n_params",
+    "plain",
+    "shape_md",
+    "shape_table",
+]
+
+
+class _Markdown:
+    """Text that Jupyter shows as Markdown (IPython's ``Markdown`` without the
+    IPython import, so that this module stays light)."""
+
+    def __init__(self, text: str) -> None:
+        self.data = text
+
+    def _repr_markdown_(self) -> str:
+        return self.data
+
+    def __repr__(self) -> str:
+        return self.data
+
+
+def n_params(module: nn.Module) -> int:
+    """The number of trainable numbers of ``module`` (weights and biases)."""
+    return sum(p.numel() for p in module.parameters())
+
+
+def shape_md(tensor: Tensor) -> _Markdown:
+    """A tensor's shape as inline code, for the prose: `(2, 4, 5, 16)`."""
+    return _Markdown(f"`{tuple(tensor.shape)}`")
+
+
+def markdown_table(
+    rows: Iterable[Sequence[object]],
+    header: Sequence[str],
+    align: str | None = None,
+) -> _Markdown:
+    """A Markdown table, one row per item of ``rows``.
+
+    Args:
+        rows: the cells of each row (converted with ``str``).
+        header: the column titles.
+        align: one letter per column, ``l``, ``c`` or ``r`` (default: left).
+
+    Raises:
+        ValueError: if a row or ``align`` does not have one entry per column.
+    """
+    width = len(header)
+    align = align or "l" * width
+    if len(align) != width or set(align) - set("lcr"):
+        raise ValueError(
+            f"align must have one of l, c, r per column ({width}), got {align!r}"
+        )
+    rules = {"l": "---", "c": ":---:", "r": "---:"}
+    lines = [
+        "| " + " | ".join(header) + " |",
+        "| " + " | ".join(rules[a] for a in align) + " |",
+    ]
+    for number, row in enumerate(rows):
+        cells = [str(cell) for cell in row]
+        if len(cells) != width:
+            raise ValueError(
+                f"row {number} has {len(cells)} cells, the header {width}: {cells}"
+            )
+        lines.append("| " + " | ".join(cells) + " |")
+    return _Markdown("\n".join(lines))
+
+
+def shape_table(tensors: Mapping[str, Tensor], meaning: Mapping[str, str]) -> _Markdown:
+    """A table of named tensors: name, shape, and what the shape means.
+
+    Args:
+        tensors: name -> tensor, in the order of the table.
+        meaning: name -> the shape in letters, e.g. ``"(B, H, L, S)"``.
+    """
+    rows = [
+        (f"`{name}`", f"`{tuple(tensor.shape)}`", meaning.get(name, ""))
+        for name, tensor in tensors.items()
+    ]
+    return markdown_table(rows, ["tensor", "shape", "meaning"])
+
+
+def human_bytes(n_bytes: float) -> str:
+    """A number of bytes for a reader, in binary units (1 KiB = 1,024 bytes):
+    ``"512 B"``, ``"1.5 KiB"``, ``"64.0 GiB"``.
+
+    Raises:
+        ValueError: if ``n_bytes`` is negative or not a finite number.
+    """
+    if isinstance(n_bytes, bool) or not isinstance(n_bytes, numbers.Real):
+        raise ValueError(f"n_bytes must be a number, got {n_bytes!r}")
+    if not 0 <= n_bytes < float("inf"):
+        raise ValueError(f"n_bytes must be finite and >= 0, got {n_bytes!r}")
+    if round(n_bytes) < 1024:
+        return f"{n_bytes:,.0f} B"
+    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB"):
+        n_bytes /= 1024
+        if round(n_bytes, 1) < 1024 or unit == "PiB":  # never "1,024.0 KiB"
+            return f"{n_bytes:,.1f} {unit}"
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def plain(value: object) -> object:
+    """``value`` as a plain Python number when it is a one-number tensor or a
+    NumPy scalar (``{glue:text}`` cannot format those); anything else as is."""
+    if isinstance(value, Tensor):
+        if value.numel() != 1:
+            raise ValueError(
+                "glue a number, a LatexMatrix or a figure, not a tensor of shape "
+                f"{tuple(value.shape)}"
+            )
+        value = value.item()
+    if isinstance(value, np.generic):
+        value = value.item()  # a NumPy scalar: its Python number
+    return value
+
+
+def glue(name: str, value: object) -> None:
+    """Paste ``value`` into the prose as ``name`` (myst-nb's ``glue``, not shown).
+
+    For hidden bookkeeping cells only. Numbers become plain Python numbers;
+    a string becomes Markdown, for ``{glue:md}``.
+    """
+    from myst_nb import glue as myst_glue
+
+    if isinstance(value, str):
+        value = _Markdown(value)  # for {glue:md} (and {glue:text})
+    myst_glue(name, plain(value), display=False)
+
+
+def glue_all(values: Mapping[str, object], prefix: str = "") -> None:
+    """:func:`glue` every item of ``values``, each name prefixed by ``prefix``."""
+    for name, value in values.items():
+        glue(prefix + name, value)
+
+
+def glue_figure(name: str, figure) -> None:
+    """Glue a matplotlib figure as ``name`` and close it (shown once, where a
+    ``{glue:figure}`` directive places it)."""
+    import matplotlib.pyplot as plt
+
+    glue(name, figure)
+    plt.close(figure)
