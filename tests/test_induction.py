@@ -3,6 +3,8 @@ scores and its deterministic training."""
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
@@ -71,6 +73,17 @@ def test_model_uses_multi_head_attention_and_is_causal():
         torch.testing.assert_close(model(changed)[0][:, :10], logits[:, :10].detach())
     with pytest.raises(ValueError, match=r"max_len=20.*\(1, 21\)"):
         model(torch.zeros(1, 21, dtype=torch.long))
+
+
+def test_fused_attention_gives_the_same_logits():
+    torch.manual_seed(0)
+    model = InductionModel()
+    tokens = make_batch(4, torch.Generator().manual_seed(6)).tokens
+    with torch.no_grad():
+        logits, weights = model(tokens)
+        fused, none = model(tokens, need_weights=False)
+    torch.testing.assert_close(fused, logits, atol=1e-5, rtol=1e-5)
+    assert len(weights) == 2 and none == []
 
 
 def test_positions_reach_queries_and_keys_only():
@@ -164,19 +177,67 @@ def test_training_is_deterministic_and_returns_what_a_chapter_draws():
     assert first.example.tokens.shape == (1, SEQ_LEN)
     assert first.example_weights.shape == (2, 2, SEQ_LEN, SEQ_LEN)
     assert first.previous_token_head[0] == 0
-    with pytest.raises(ValueError, match="steps"):
-        train(steps=0)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"steps": 0}, r"steps must be an int >= 1, got 0"),
+        ({"seed": -1}, r"seed must be an int >= 0, got -1"),
+        ({"seed": 1.5}, r"seed must be an int >= 0, got 1.5"),
+        ({"batch_size": True}, r"batch_size must be an int >= 1, got True"),
+        ({"lr": 0.0}, r"lr must be a positive number, got 0.0"),
+        ({"lr": float("nan")}, r"lr must be a positive number, got nan"),
+        ({"positions": "rotary"}, r"positions must be one of"),
+        ({"embed_dim": 30, "num_heads": 4}, r"embed_dim=30 .* num_heads=4"),
+    ],
+)
+def test_train_rejects_bad_input(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        train(**kwargs)
+
+
+@pytest.fixture(scope="module")
+def trained():
+    return train(seed=0)
 
 
 @pytest.mark.slow
-def test_seed_0_learns_induction_heads():
-    result = train(seed=0)
+def test_seed_0_learns_induction_heads(trained):
+    result = trained
     assert result.first_accuracy <= 0.15
     assert result.repeat_accuracy >= 0.9
+    assert result.induction_scores.shape == (2, 2)
     layer, head = result.induction_head
     assert layer == 1 and result.induction_scores[layer, head] >= 0.5
+    assert len(result.history) == 600 and result.history[-1] < result.history[0]
+    assert result.seconds > 0 and result.cpu_seconds > 0
     assert result.previous_token_scores[result.previous_token_head] >= 0.4
     # Before training, neither head exists.
     before = measure(result.initial_model, result.heldout)
     assert before.induction_scores.max() < 0.2
     assert before.previous_token_scores[0].max() < 0.2
+
+
+@pytest.mark.slow
+def test_the_copy_needs_the_previous_token_head(trained):
+    """Removing the previous-token head of layer 0 breaks the copy; removing the
+    other head of layer 0 does not (the circuit of the chapter decoders)."""
+    model, heldout = trained.model, trained.heldout
+    previous = trained.previous_token_head[1]
+    accuracy = {}
+    for head in range(2):
+        ablated = copy.deepcopy(model)
+        size = ablated.layers[0].head_dim
+        with torch.no_grad():
+            ablated.layers[0].W_o.weight[:, head * size : (head + 1) * size] = 0.0
+        accuracy[head] = measure(ablated, heldout).repeat_accuracy
+    assert accuracy[previous] < 0.7 < 0.9 < accuracy[1 - previous]
+
+
+@pytest.mark.slow
+def test_training_is_deterministic_end_to_end(trained):
+    again = train(seed=0)
+    assert again.history == trained.history
+    assert again.repeat_accuracy == trained.repeat_accuracy
+    torch.testing.assert_close(again.induction_scores, trained.induction_scores)

@@ -195,11 +195,15 @@ class InductionModel(nn.Module):
         )
         self.unembedding = nn.Linear(embed_dim, vocab_size)
 
-    def forward(self, tokens: Tensor) -> tuple[Tensor, list[Tensor]]:
+    def forward(
+        self, tokens: Tensor, need_weights: bool = True
+    ) -> tuple[Tensor, list[Tensor]]:
         """Next-token logits and every layer's attention.
 
         Args:
             tokens: (B, T) token ids, T at most ``max_len``.
+            need_weights: if False, the layers run PyTorch's fused attention
+                (faster, the same logits) and ``weights`` is an empty list.
 
         Returns:
             ``(logits, weights)``: logits (B, T, V), position t scoring the token
@@ -221,10 +225,11 @@ class InductionModel(nn.Module):
         for attention in self.layers:
             # Queries and keys see the positions, values do not.
             context, layer_weights = attention(
-                x + where, x + where, x, is_causal=True
-            )  # (B, T, D), (B, H, T, T)
+                x + where, x + where, x, is_causal=True, need_weights=need_weights
+            )  # (B, T, D), (B, H, T, T) or None
             x = x + context
-            weights.append(layer_weights)
+            if need_weights:
+                weights.append(layer_weights)
         return self.unembedding(x), weights  # (B, T, V)
 
 
@@ -340,7 +345,7 @@ class TrainResult:
 
 def train(
     seed: int = 0,
-    steps: int = 800,
+    steps: int = 600,
     batch_size: int = 128,
     lr: float = 1e-2,
     embed_dim: int = 32,
@@ -368,6 +373,7 @@ def train(
     Returns:
         A :class:`TrainResult`.
     """
+    _check_int("seed", seed, 0)
     for name, value in (
         ("steps", steps),
         ("batch_size", batch_size),
@@ -375,6 +381,8 @@ def train(
         ("eval_every", eval_every),
     ):
         _check_int(name, value, 1)
+    if isinstance(lr, bool) or not isinstance(lr, int | float) or not lr > 0:
+        raise ValueError(f"lr must be a positive number, got {lr!r}")
     torch.manual_seed(seed)
     model = InductionModel(
         embed_dim=embed_dim, num_heads=num_heads, positions=positions
@@ -398,7 +406,7 @@ def train(
     with torch.enable_grad():
         for step in range(1, steps + 1):
             tokens = make_batch(batch_size, generator).tokens  # (B, T)
-            logits, _ = model(tokens)  # (B, T, V)
+            logits, _ = model(tokens, need_weights=False)  # (B, T, V)
             loss = nn.functional.cross_entropy(
                 logits[:, :-1].flatten(0, 1), tokens[:, 1:].flatten()
             )  # position t predicts token t + 1
