@@ -41,6 +41,7 @@ TIMED_PAGES = {
     "book/attention-by-hand": "times Python loops against one matrix product",
     "book/how-attention-learns": "reports how long the training took",
     "book/cost-of-attention": "measures the run time and memory of attention",
+    "book/decoders": "reports how long the induction model took to train",
     "book/faq": "pastes the slopes that the cost chapter measured",
     "book/build-info": "gives when each chapter was executed and how long it took",
 }
