@@ -39,6 +39,7 @@ from bookbuild.testing import build_book
 #: Pages whose content depends on the time things took while the book was built.
 TIMED_PAGES = {
     "book/attention-by-hand": "times Python loops against one matrix product",
+    "book/attention-on-images": "reports how long the vision model took to train",
     "book/how-attention-learns": "reports how long the training took",
     "book/cost-of-attention": "measures the run time and memory of attention",
     "book/decoders": "reports how long the induction model took to train",
