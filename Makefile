@@ -8,7 +8,10 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
+# --compile-bytecode: imports are fast from the first build, even where the
+# environment sets PYTHONDONTWRITEBYTECODE.
 UV := $(BIN)/uv --quiet
+UV_INSTALL := $(UV) pip install --compile-bytecode --python $(BIN)/python --no-deps
 # Stamp of the last install: redone when the lock or the package metadata change.
 INSTALLED := $(VENV)/.installed
 PORT ?= 8000
@@ -40,9 +43,9 @@ $(INSTALLED): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check \
 		"uv==$$(sed -n 's/^uv==//p' requirements.lock)"
-	$(UV) pip install --python $(BIN)/python --no-deps "$(TORCH)" $(TORCH_FROM)
-	$(UV) pip install --python $(BIN)/python --no-deps -r requirements.lock
-	$(UV) pip install --python $(BIN)/python --no-deps -e .
+	$(UV_INSTALL) "$(TORCH)" $(TORCH_FROM)
+	$(UV_INSTALL) -r requirements.lock
+	$(UV_INSTALL) -e .
 	touch $@
 
 # Re-resolve requirements.txt into requirements.lock (after editing it).
