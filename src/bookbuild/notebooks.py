@@ -358,6 +358,12 @@ def build_notebook(app: Sphinx, page: str, executed) -> nbformat.NotebookNode:
         source_cells = without_solutions(source_cells)
     cells = [install_cell(_repository(app), app.config.language)]
     messages = _translations(app, page)
+    if messages:  # the phrases glued by the code, in the page's language too
+        from bookbuild.i18n_glue import translate_glued
+
+        for value in values.values():
+            if isinstance(text := value.get("text/markdown"), str):
+                value["text/markdown"] = translate_glued(text, messages)
     for cell in source_cells:
         if cell.cell_type == "markdown":
             text, attachments = convert_markdown(

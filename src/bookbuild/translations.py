@@ -18,7 +18,7 @@
 * ``check``: fails when a page listed as translated in ``book_translated``
   (or every page, with ``all``) has a missing or fuzzy message, or when any
   translated message lost or changed a role, a math span, a glued value, a
-  footnote reference, inline code or a link of its source
+  footnote reference, inline code, a link or a number of its source
   (:func:`markup_problems`). Extracts first (``--no-extract`` to skip).
 
 Also used by :mod:`bookbuild.notebooks` (:func:`translate_markdown`: a chapter's
@@ -162,12 +162,15 @@ MATH = re.compile(r"\$\$(.+?)\$\$|(?<![\\$])\$([^$\n]+?)\$", re.S)
 LITERAL = re.compile(r"``(.+?)``|`([^`]+)`")
 FOOTNOTE = re.compile(r"\[\^([^\]\s]+)\]")
 LINK = re.compile(r"\]\(([^)\s]+)\)|href=\"([^\"]+)\"")
+PLACEHOLDER = re.compile(r"\{(\d+)\}")
+NUMBER = re.compile(r"(?<![\w.,])\d+(?:[.,]\d+)*(?:e[-+]?\d+)?(?![\w])")
 EXPLICIT = re.compile(r"^(.*?)\s*<([^<>]+)>$", re.S)
 
 
 def markup(text: str) -> Counter:
     """What a translation must keep of ``text``: roles (by target; glued values
-    whole), math spans, inline code, footnote references, link targets."""
+    whole), math spans, inline code, footnote references, link targets, the
+    placeholders of a glued phrase (``{0}``) and every number."""
     kept: Counter = Counter()
     for role, content in ROLE.findall(text):
         if not role.startswith("glue"):
@@ -187,6 +190,11 @@ def markup(text: str) -> Counter:
         kept[f"[^{label}]"] += 1
     for link, href in LINK.findall(rest):
         kept[f"-> {link or href}"] += 1
+    rest = LINK.sub(" ", rest)
+    for number in PLACEHOLDER.findall(rest):
+        kept[f"{{{number}}}"] += 1
+    for number in NUMBER.findall(PLACEHOLDER.sub(" ", rest)):
+        kept[number] += 1
     return kept
 
 
