@@ -10,7 +10,8 @@ Answer, this Sphinx extension, configured in ``_config.yml`` (``sphinx.config``)
 
 * ``book_languages``: ``{code: name}``, the first one the root language, built
   into ``_build/html``; every other one into ``_build/html/<code>`` with the same
-  page paths (``python -m bookbuild.translations build``);
+  page paths (``python -m bookbuild.translations build``), from the same
+  execution cache;
 * ``book_i18n_overrides``: per language, config values to replace
   (``html_title``, ``nb_code_prompt_show``; a dotted key such as
   ``html_theme_options.search_bar_text`` sets one entry of a dict);
@@ -96,13 +97,18 @@ def _apply_overrides(app: Sphinx, config: Config) -> None:
 
 def _own_output_folder(app: Sphinx) -> None:
     """myst-nb writes executed notebooks to ``<outdir>/../jupyter_execute``: for
-    ``_build/html/fr`` that is inside the root site. Use a folder beside it."""
+    ``_build/html/fr`` that is inside the root site. Use a folder beside it; and
+    read the root language's execution cache (``_build/.jupyter_cache``) unless
+    one is configured, so that nothing is executed twice."""
     outdir = Path(app.outdir)
     language = base_language(app.config.language)
     if not is_translation(app.config) or outdir.name != language:
         return
     folder = outdir.parent.parent / f"jupyter_execute_{language}"
-    app.env.mystnb_config = app.env.mystnb_config.copy(output_folder=str(folder))
+    settings = {"output_folder": str(folder)}
+    if not app.config.nb_execution_cache_path:
+        settings["execution_cache_path"] = str(outdir.parent.parent / ".jupyter_cache")
+    app.env.mystnb_config = app.env.mystnb_config.copy(**settings)
 
 
 def catalogue(env, config, docname: str) -> dict[str, str]:

@@ -7,14 +7,18 @@ never reaches the ``.po`` files and stays English in every language.
 
 Answer: the ``exercise`` and ``exercise-start`` directives of sphinx-exercise,
 subclassed to give the title node its source (the argument as written, MyST
-markup included), file and line. The gettext builder then extracts it like any
-heading, and Sphinx's Locale transform replaces it by its translation before
-sphinx-exercise builds the displayed title ("Exercice 5.1 (titre)").
+markup included), file and line. Sphinx's Locale transform then replaces it by
+its translation before sphinx-exercise builds the displayed title ("Exercice
+5.1 (titre)"). The gettext builder extracts messages after the post-transforms,
+when sphinx-exercise has already merged the title node into the heading: in
+that build, a copy of each title is kept for it at the end of the page.
 """
 
 from __future__ import annotations
 
+from docutils import nodes
 from sphinx.application import Sphinx
+from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx_exercise.directive import ExerciseDirective, ExerciseStartDirective
 from sphinx_exercise.nodes import exercise_subtitle
 
@@ -40,8 +44,25 @@ class TranslatableExerciseStart(ExerciseStartDirective):
         return _with_source(self, super().run())
 
 
+class KeepTitlesForGettext(SphinxPostTransform):
+    """In the gettext build: each exercise title as a message of its page."""
+
+    default_priority = 19  # before sphinx-exercise's ResolveTitlesInExercises (20)
+    builders = ("gettext",)
+
+    def run(self) -> None:
+        for subtitle in list(self.document.findall(exercise_subtitle)):
+            if not subtitle.rawsource:
+                continue
+            copy = nodes.paragraph(subtitle.rawsource, subtitle.rawsource)
+            copy.source, copy.line = subtitle.source, subtitle.line
+            copy.uid = ""  # the gettext builder skips nodes without one
+            self.document += copy
+
+
 def setup(app: Sphinx) -> dict:
     app.setup_extension("sphinx_exercise")
     app.add_directive("exercise", TranslatableExercise, override=True)
     app.add_directive("exercise-start", TranslatableExerciseStart, override=True)
+    app.add_post_transform(KeepTitlesForGettext)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

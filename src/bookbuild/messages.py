@@ -38,7 +38,7 @@ FRENCH: dict[str, str] = {
     "exercises": "exercices",
     # bookbuild.notebooks: the link on each page, the notebook's own words
     "Download this chapter as a notebook": "Télécharger ce chapitre en notebook",
-    "Open it on {service}": "L'ouvrir sur {service}",
+    "Open it on {service}": "L’ouvrir sur {service}",
     "# Outside the book's own environment (Colab, a bare Jupyter), install the\n"
     "# book's package and what its chapters use, then restart the kernel:\n": (
         "# Hors de l'environnement du livre (Colab, un Jupyter nu), installez le\n"
@@ -57,7 +57,7 @@ FRENCH: dict[str, str] = {
     # bookbuild.i18n: the language switcher
     "Language": "Langue",
     # bookbuild.i18n_solution_titles: the heading of a solution
-    "Solution to ": "Solution de l'",
+    "Solution to ": "Solution de l’",
     "exercise {number}": "exercice {number}",
 }
 
