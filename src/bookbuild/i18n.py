@@ -227,9 +227,9 @@ def _language_menu(app: Sphinx, pagename: str, templatename, context, doctree):
 
 
 def setup(app: Sphinx) -> dict:
-    app.add_config_value("book_languages", {"en": "English"}, "env", [dict])
+    app.add_config_value("book_languages", {"en": "English"}, "html", [dict])
     app.add_config_value("book_translated", {}, "", [dict])
-    app.add_config_value("book_i18n_overrides", {}, "env", [dict])
+    app.add_config_value("book_i18n_overrides", {}, "html", [dict])
     app.add_config_value("book_root_baseurl", "", "", [str])
     app.connect("config-inited", _apply_overrides, priority=300)
     # After myst-nb's own builder-inited handler, which sets the output folder.
