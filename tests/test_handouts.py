@@ -59,7 +59,8 @@ def test_french_handouts_are_printed_from_the_french_pages(built_book, tmp_path)
     chosen = ["book/intro", "book/self-attention"]
     printed = handouts.print_pages(chosen, ROOT, "fr")
     assert [p.parent for p in printed] == [ROOT / "_build" / "pdf" / "fr"] * 2
-    text = "".join(page.extract_text() for page in PdfReader(printed[1]).pages)
+    text = " ".join(page.extract_text() for page in PdfReader(printed[1]).pages)
+    text = " ".join(text.split())
     assert "auto-attention comme couche" in text and "Exercice 5.1" in text
     book = handouts.whole_book(
         printed, ["Introduction", "Auto"], tmp_path / "b.pdf", "L’attention, calculée"

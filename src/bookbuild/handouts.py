@@ -78,7 +78,7 @@ def whole_book(
     handouts: list[Path],
     titles: list[str],
     target: Path,
-    title: str = "Attention, Computed",
+    book_title: str = "Attention, Computed",
 ) -> Path:
     """One PDF of ``handouts`` in order, a bookmark per handout (its title)."""
     from pypdf import PdfWriter
@@ -88,7 +88,7 @@ def whole_book(
         first_page = len(writer.pages)
         writer.append(str(handout))
         writer.add_outline_item(title, first_page)
-    writer.add_metadata({"/Title": title})
+    writer.add_metadata({"/Title": book_title})
     target.parent.mkdir(parents=True, exist_ok=True)
     with open(target, "wb") as out:
         writer.write(out)
