@@ -239,9 +239,12 @@ def run_sphinx(
 
 def build(root: Path, path_output: Path | None = None) -> int:
     """Every translated language into ``<path_output>/_build/html/<code>``."""
+    import time
+
     base = Path(path_output or root) / "_build"
     for language in translated_languages(root):
         print(f"== {languages(root)[language]}: {base / 'html' / language}")
+        start, cpu = time.perf_counter(), time.process_time()
         code = run_sphinx(
             root,
             "html",
@@ -251,6 +254,10 @@ def build(root: Path, path_output: Path | None = None) -> int:
         )
         if code:
             return code
+        print(
+            f"translations: {language} built in {time.perf_counter() - start:.1f} s "
+            f"({time.process_time() - cpu:.1f} s CPU)"
+        )
     return 0
 
 
