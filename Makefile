@@ -9,7 +9,10 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
+# --compile-bytecode: imports are fast from the first build, even where the
+# environment sets PYTHONDONTWRITEBYTECODE.
 UV := $(BIN)/uv --quiet
+UV_INSTALL := $(UV) pip install --compile-bytecode --python $(BIN)/python --no-deps
 # Stamp of the last install: redone when the lock or the package metadata change.
 INSTALLED := $(VENV)/.installed
 PORT ?= 8000
@@ -33,7 +36,7 @@ TORCH_FROM ?= $(strip \
 # Kernels inherit the environment: a headless MPLBACKEND would hide every figure.
 unexport MPLBACKEND
 
-.PHONY: book test serve clean bench bench-toy bench-attention pdf lock addresses notebooks-branch translations
+.PHONY: book test serve clean bench bench-toy bench-attention bench-models pdf lock addresses notebooks-branch translations
 
 # Every package at the version of requirements.lock (uv installs them in
 # seconds), torch as above, and the book's two packages (qkv, bookbuild) editable.
@@ -41,9 +44,9 @@ $(INSTALLED): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check \
 		"uv==$$(sed -n 's/^uv==//p' requirements.lock)"
-	$(UV) pip install --python $(BIN)/python --no-deps "$(TORCH)" $(TORCH_FROM)
-	$(UV) pip install --python $(BIN)/python --no-deps -r requirements.lock
-	$(UV) pip install --python $(BIN)/python --no-deps -e .
+	$(UV_INSTALL) "$(TORCH)" $(TORCH_FROM)
+	$(UV_INSTALL) -r requirements.lock
+	$(UV_INSTALL) -e .
 	touch $@
 
 # Re-resolve requirements.txt into requirements.lock (after editing it).
@@ -119,6 +122,10 @@ bench: $(INSTALLED)
 # The targets of the tiny trained model (chapter "How attention learns").
 bench-toy: $(INSTALLED)
 	$(BIN)/python -m bookbuild.bench_toy
+
+# The models of "Attention on images" and "Cross-attention" against their targets.
+bench-models: $(INSTALLED)
+	$(BIN)/python -m bookbuild.bench_models
 
 # qkv.MultiHeadAttention's fast path against PyTorch's modules (one thread).
 bench-attention: $(INSTALLED)

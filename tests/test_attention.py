@@ -1105,3 +1105,26 @@ def test_shape_legend_names_every_letter_used():
         used |= set(re.findall(r"\b[A-Za-z][A-Za-z]*\b", comment))
     assert used - named == set(), f"letters used but not in the legend: {used - named}"
     assert {"T", "Hkv"} <= named
+
+
+@pytest.mark.parametrize(
+    "shapes",
+    [
+        ((), ()),
+        ((3,), ()),
+        ((2, 1), (1, 4)),
+        ((5, 1, 3), (4, 1)),
+        ((0,), (1,)),
+        ((2,), (3,)),
+    ],
+)
+def test_plain_broadcast_agrees_with_torch(shapes):
+    from qkv.attention import _broadcast
+
+    try:
+        expected = tuple(torch.broadcast_shapes(*shapes))
+    except RuntimeError:
+        with pytest.raises(RuntimeError):
+            _broadcast(*shapes)
+        return
+    assert _broadcast(*shapes) == expected

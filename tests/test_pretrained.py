@@ -9,11 +9,11 @@ import re
 import socket
 import threading
 import urllib.request
-from html.parser import HTMLParser
 
 import pytest
 import torch
 
+from bookbuild.testing import OutsideReferences, outside_references
 from qkv import pretrained
 from qkv.examples import CAT_SENTENCE_EN
 from qkv.headview import head_view
@@ -120,76 +120,12 @@ def test_head_view_escapes_every_token():
     page = head_view(evil_maps())._repr_html_()
     assert EVIL not in page and "<img src=x" not in page
     assert "&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;" in page
-    data = re.search(r'class="qkv-hv-data">(.*?)</script>', page, re.S).group(1)
+    data = re.search(r'class="qkv-w-data">(.*?)</script>', page, re.S).group(1)
     assert "<" not in data and ">" not in data
     decoded = json.loads(data)
     assert decoded["tokens"][1] == EVIL and decoded["tokens"][2] == "&amp;"
     # Exactly two scripts: the JSON data and the view's own code.
     assert page.count("<script") == 2
-
-
-# A URL that the browser would fetch from outside the page: a scheme with "//"
-# (https://, ftp://, ...) or a protocol-relative "//host".
-OUTSIDE = re.compile(r"(?:\b[a-z][a-z0-9+.-]*:)?//[^/\s\"'()<>]", re.I)
-CSS_URL = re.compile(r"url\(\s*['\"]?([^'\")]*)|@import\s+['\"]([^'\"]*)", re.I)
-# The only "URL" the view's script may hold: the SVG namespace, a name that is
-# never fetched (document.createElementNS needs it).
-NAMES_NOT_FETCHED = {"http://www.w3.org/2000/svg"}
-
-
-class OutsideReferences(HTMLParser):
-    """Collect every reference of an HTML fragment to a resource outside it: in
-    any attribute (src, href, srcset, data, action, poster, ...), in CSS url()
-    and @import (style attributes and <style> elements), and in the text of
-    scripts that run (a JSON data block is not run)."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.found: list[str] = []
-        self.scripts: list[str] = []
-        self._inside: str | None = None
-
-    def handle_starttag(self, tag, attrs):
-        for name, value in attrs:
-            value = value or ""
-            urls = [value]
-            if name == "srcset":
-                urls = [part.split()[0] for part in value.split(",") if part.split()]
-            if name == "style":
-                urls += [a or b for a, b in CSS_URL.findall(value)]
-            self.found += [f"{tag} {name}={u!r}" for u in urls if OUTSIDE.match(u)]
-        kind = dict(attrs).get("type", "text/javascript")
-        if tag == "script" and "json" not in kind:
-            self._inside = "script"
-        elif tag == "style":
-            self._inside = "style"
-
-    def handle_endtag(self, tag):
-        if tag in ("script", "style"):
-            self._inside = None
-
-    def handle_data(self, data):
-        if self._inside == "style":
-            urls = [a or b for a, b in CSS_URL.findall(data)]
-            self.found += [f"style url {u!r}" for u in urls if OUTSIDE.match(u)]
-        elif self._inside == "script":
-            self.scripts.append(data)
-            for match in OUTSIDE.finditer(data):
-                end = data.find('"', match.end())
-                literal = data[match.start() : end if end > 0 else match.end()]
-                if literal not in NAMES_NOT_FETCHED:
-                    self.found.append(f"script text {literal!r}")
-            for call in ("fetch(", "XMLHttpRequest", "import(", "require", "WebSocket"):
-                if call in data:
-                    self.found.append(f"script calls {call}")
-
-
-def outside_references(page: str) -> list[str]:
-    parser = OutsideReferences()
-    parser.feed(page)
-    parser.close()
-    assert parser.scripts, "the view's script was not found"
-    return parser.found
 
 
 def test_the_outside_reference_checker_can_fail():
@@ -226,7 +162,8 @@ def test_head_view_is_self_contained_and_unique(seed):
     assert ids[0] != ids[1]
     for page in (first, second):
         assert outside_references(page) == []
-        assert 'class="qkv-hv-print"' in page and "data:image/png;base64," in page
+        assert re.search(r'<img class="[^"]*\bqkv-hv-print\b', page)
+        assert "data:image/png;base64," in page
         view_id = re.search(r'id="(qkv-hv-[^"]+)"', page).group(1)
         assert f'getElementById("{view_id}")' in page
 
@@ -326,7 +263,7 @@ def test_head_view_refuses_weights_that_are_not_attention(row, message):
 def test_head_view_accepts_a_query_that_attends_to_nothing():
     maps = maps_with([0.0, 0.0, 0.0])  # the book's convention for a fully masked row
     page = head_view(maps, layer=1, head=2)._repr_html_()
-    assert "qkv-hv-data" in page
+    assert "qkv-w-data" in page
 
 
 def test_attention_maps_must_match_their_tokens():

@@ -1,9 +1,11 @@
 """qkv: the attention code of the executable textbook *Attention, Computed*.
 
 Each chapter of the book imports from this package instead of copying code, and
-shows the source of what it uses. Start with :mod:`qkv.attention`.
+shows the source of what it uses. Start with :mod:`qkv.attention`;
+:mod:`qkv.explorables` makes its numbers interactive in the page.
 """
 
+from qkv import explorables
 from qkv.attention import (
     MultiHeadAttention,
     SelfAttention,
@@ -23,6 +25,7 @@ __all__ = [
     "__version__",
     "causal_mask",
     "concat_heads",
+    "explorables",
     "padding_mask",
     "scaled_dot_product_attention",
     "split_heads",

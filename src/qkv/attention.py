@@ -260,6 +260,19 @@ def tiled_attention(
     return output
 
 
+def _broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape ``shapes`` broadcast to (NumPy's rules); ``RuntimeError`` if they
+    do not. Plain Python: ``torch.broadcast_shapes`` imports sympy on first use."""
+    rank = max((len(shape) for shape in shapes), default=0)
+    result = []
+    for sizes in zip(*((1,) * (rank - len(s)) + tuple(s) for s in shapes), strict=True):
+        grown = {size for size in sizes if size != 1}
+        if len(grown) > 1:
+            raise RuntimeError(f"shapes {shapes} do not broadcast")
+        result.append(grown.pop() if grown else 1)
+    return tuple(result)
+
+
 def _check_qkv(query: Tensor, key: Tensor, value: Tensor) -> tuple[int, ...]:
     """Check query (..., L, E), key (..., S, E), value (..., S, Ev): floating,
     one dtype and device, E >= 1 and Ev >= 1 (L = 0 and S = 0 are allowed).
@@ -301,7 +314,7 @@ def _check_qkv(query: Tensor, key: Tensor, value: Tensor) -> tuple[int, ...]:
             f"key {k_shape} and value {v_shape}"
         )
     try:
-        batch = torch.broadcast_shapes(q_shape[:-2], k_shape[:-2], v_shape[:-2])
+        batch = _broadcast(q_shape[:-2], k_shape[:-2], v_shape[:-2])
     except RuntimeError:
         raise ValueError(
             "the batch dims of query, key and value must broadcast, got "
@@ -354,7 +367,7 @@ def _check_mask(attn_mask: Tensor, scores_shape: tuple[int, ...]) -> None:
         )
     mask_shape = tuple(attn_mask.shape)
     try:
-        fits = torch.broadcast_shapes(mask_shape, scores_shape) == scores_shape
+        fits = _broadcast(mask_shape, scores_shape) == scores_shape
     except RuntimeError:
         fits = False
     if not fits:
@@ -624,8 +637,8 @@ class MultiHeadAttention(nn.Module):
                 f"key {tuple(key.shape)} and value {tuple(value.shape)}"
             )
         try:
-            batch = torch.broadcast_shapes(
-                query.shape[:-2], key.shape[:-2], value.shape[:-2]
+            batch = _broadcast(
+                tuple(query.shape[:-2]), tuple(key.shape[:-2]), tuple(value.shape[:-2])
             )
         except RuntimeError:
             raise ValueError(

@@ -3,7 +3,8 @@
 Two kinds of helpers live here, so that no chapter defines its own:
 
 * What a reader sees and may reuse in a notebook: :func:`n_params`,
-  :func:`shape_md`, :func:`markdown_table`, :func:`shape_table`.
+  :func:`shape_md`, :func:`markdown_table`, :func:`shape_table`,
+  :func:`human_bytes`.
 * The book's bookkeeping, called only in cells hidden from the page (tagged
   ``remove-cell``, left out of the downloaded notebooks): :func:`glue`,
   :func:`glue_all` and :func:`glue_figure` paste computed values into the prose
@@ -17,6 +18,7 @@ with ``qkv`` alone.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -26,6 +28,7 @@ __all__ = [
     "glue",
     "glue_all",
     "glue_figure",
+    "human_bytes",
     "markdown_table",
     "n_params",
     "plain",
@@ -106,6 +109,26 @@ def shape_table(tensors: Mapping[str, Tensor], meaning: Mapping[str, str]) -> _M
         for name, tensor in tensors.items()
     ]
     return markdown_table(rows, ["tensor", "shape", "meaning"])
+
+
+def human_bytes(n_bytes: float) -> str:
+    """A number of bytes for a reader, in binary units (1 KiB = 1,024 bytes):
+    ``"512 B"``, ``"1.5 KiB"``, ``"64.0 GiB"``.
+
+    Raises:
+        ValueError: if ``n_bytes`` is negative or not a finite number.
+    """
+    if isinstance(n_bytes, bool) or not isinstance(n_bytes, numbers.Real):
+        raise ValueError(f"n_bytes must be a number, got {n_bytes!r}")
+    if not 0 <= n_bytes < float("inf"):
+        raise ValueError(f"n_bytes must be finite and >= 0, got {n_bytes!r}")
+    if round(n_bytes) < 1024:
+        return f"{n_bytes:,.0f} B"
+    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB"):
+        n_bytes /= 1024
+        if round(n_bytes, 1) < 1024 or unit == "PiB":  # never "1,024.0 KiB"
+            return f"{n_bytes:,.1f} {unit}"
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def plain(value: object) -> object:

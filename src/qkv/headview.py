@@ -6,33 +6,22 @@ a head selector, the tokens in two columns, and a line from each token to every
 token it attends to, thicker for a larger weight. Hover or focus (Tab, then the
 arrow keys) a token on the left to see only its attention.
 
-Design constraints, each tested:
-
-* no network, no CDN, no require.js: the script is inline and dependency-free;
-* it runs in the built site over http and from ``file://``;
-* several views on one page do not interfere: each one has its own id and its
-  script only touches the elements inside it;
-* tokens are text: they are HTML-escaped in the markup and the data are JSON with
-  ``<``, ``>`` and ``&`` escaped, so a token such as ``</script>`` cannot run code;
-* in print, a static heatmap (a PNG inside the page) stands in for the view.
+Design constraints, each tested: those of every widget of :mod:`qkv.widgets` (no
+network, no CDN, no require.js; several views on one page do not interfere; tokens
+are escaped, so a token such as ``</script>`` cannot run code; a static heatmap, a
+PNG inside the page, stands in where scripts do not run and in print), and it runs
+in the built site over http and from ``file://``.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import html
-import io
-import itertools
-import json
-import warnings
 
 from qkv.attention import _check_int
 from qkv.pretrained import AttentionMaps
+from qkv.widgets import Widget, check_index, figure_png
 
 __all__ = ["HeadView", "head_view"]
-
-_counter = itertools.count()
 
 ROW_HEIGHT = 26  # px per token row
 LINES_WIDTH = 170  # px between the two columns
@@ -55,19 +44,9 @@ _CSS = """
 #{id} .qkv-hv-token.qkv-hv-active {{ background:#fde725; border-color:#3b528b; }}
 #{id} .qkv-hv-status {{ font-size:14px; min-height:1.4em; margin:8px 0 0;
   color:#111; }}
-#{id} .qkv-hv-print {{ display:none; max-width:100%; }}
-@media print {{
-  #{id} .qkv-hv-interactive {{ display:none; }}
-  #{id} .qkv-hv-print {{ display:block; }}
-}}
 """
 
 _SCRIPT = """
-(function () {
-  var root = document.getElementById("__ID__");
-  if (!root || root.getAttribute("data-ready")) { return; }
-  root.setAttribute("data-ready", "1");
-  var data = JSON.parse(root.querySelector(".qkv-hv-data").textContent);
   var layerSelect = root.querySelector(".qkv-hv-layer");
   var headSelect = root.querySelector(".qkv-hv-head");
   var left = root.querySelectorAll(".qkv-hv-left .qkv-hv-token");
@@ -147,25 +126,10 @@ _SCRIPT = """
   layerSelect.addEventListener("change", draw);
   headSelect.addEventListener("change", draw);
   draw();
-})();
 """
 
 
-def _check_index(name: str, value: int, size: int) -> int:
-    """Return ``value`` as an int; ``ValueError`` unless it is an int in 0..size-1."""
-    value = _check_int(name, value, minimum=0)
-    if value >= size:
-        raise ValueError(f"{name} must be an int in 0..{size - 1}, got {value}")
-    return value
-
-
-def _json_for_script(value: object) -> str:
-    """JSON that cannot close the <script> element it sits in."""
-    text = json.dumps(value, separators=(",", ":"))
-    return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
-
-
-class HeadView:
+class HeadView(Widget):
     """A self-contained interactive view of attention heads (see the module doc).
 
     Args:
@@ -191,15 +155,20 @@ class HeadView:
             raise ValueError(f"maps must be AttentionMaps, got {type(maps).__name__}")
         maps.check()  # again: the weights may have been edited since
         if layer is not None:
-            layer = _check_index("layer", layer, maps.n_layers)
-        head = _check_index("head", head, maps.n_heads)
+            layer = check_index("layer", layer, maps.n_layers)
+        head = check_index("head", head, maps.n_heads)
         decimals = _check_int("decimals", decimals, minimum=0)
         self.maps = maps
         self.layers = list(range(maps.n_layers)) if layer is None else [layer]
         self.head = head
         self.decimals = decimals
 
-    def _data(self) -> dict:
+    kind = "qkv-hv"
+    root_classes = "qkv-headview"
+    live_classes = "qkv-hv-interactive"
+    static_classes = "qkv-hv-print"
+
+    def _payload(self) -> dict:
         weights = self.maps.weights[self.layers]  # (layers shown, H, T, T)
         rounded = [
             [
@@ -216,8 +185,6 @@ class HeadView:
 
     def static_png(self) -> bytes:
         """The first layer shown, head ``head``, as a heatmap (PNG bytes)."""
-        import matplotlib.pyplot as plt
-
         from qkv.plot import heatmap
 
         layer = self.layers[0]
@@ -227,18 +194,23 @@ class HeadView:
             annotate=False,
             title=f"layer {layer}, head {self.head}",
         )
-        buffer = io.BytesIO()
-        with warnings.catch_warnings():  # long tokens may squeeze the layout
-            warnings.simplefilter("ignore", UserWarning)
-            fig.savefig(buffer, format="png", dpi=110)
-        plt.close(fig)
-        return buffer.getvalue()
+        return figure_png(fig, dpi=110)
 
-    def to_html(self) -> str:
-        data = self._data()
-        payload = _json_for_script(data)
-        digest = hashlib.sha1(payload.encode()).hexdigest()[:10]
-        view_id = f"qkv-hv-{digest}-{next(_counter)}"
+    def static_alt(self) -> str:
+        return (
+            f"Attention heatmap of layer {self.layers[0]}, head {self.head}, "
+            f"over the tokens: {' '.join(self.maps.tokens)}"
+        )
+
+    def _css(self, root_id: str) -> str:
+        return _CSS.format(id=root_id, row=ROW_HEIGHT)
+
+    def _script(self) -> str:
+        return _SCRIPT.replace("__ROW__", str(ROW_HEIGHT)).replace(
+            "__WIDTH__", str(LINES_WIDTH)
+        )
+
+    def _live(self) -> str:
         tokens = [html.escape(t) for t in self.maps.tokens]
 
         def options(values, labels, selected):
@@ -257,22 +229,7 @@ class HeadView:
             for i, token in enumerate(tokens)
         )
         height = ROW_HEIGHT * len(tokens)
-        png = base64.b64encode(self.static_png()).decode()
-        alt = html.escape(
-            f"Attention heatmap of layer {self.layers[0]}, head {self.head}, "
-            f"over the tokens: {' '.join(self.maps.tokens)}",
-            quote=True,
-        )
-        css = _CSS.format(id=view_id, row=ROW_HEIGHT)
-        script = (
-            _SCRIPT.replace("__ID__", view_id)
-            .replace("__ROW__", str(ROW_HEIGHT))
-            .replace("__WIDTH__", str(LINES_WIDTH))
-        )
         return (
-            f'<div class="qkv-headview" id="{view_id}">'
-            f"<style>{css}</style>"
-            '<div class="qkv-hv-interactive">'
             '<div class="qkv-hv-controls">'
             f'<label>Layer<select class="qkv-hv-layer">{layer_options}</select></label>'
             f'<label>Head<select class="qkv-hv-head">{head_options}</select></label>'
@@ -284,15 +241,7 @@ class HeadView:
             f'<ol class="qkv-hv-right" aria-label="attended tokens">{column}</ol>'
             "</div>"
             '<p class="qkv-hv-status" aria-live="polite"></p>'
-            "</div>"
-            f'<img class="qkv-hv-print" alt="{alt}" src="data:image/png;base64,{png}">'
-            f'<script type="application/json" class="qkv-hv-data">{payload}</script>'
-            f"<script>{script}</script>"
-            "</div>"
         )
-
-    def _repr_html_(self) -> str:
-        return self.to_html()
 
     def __repr__(self) -> str:
         return (

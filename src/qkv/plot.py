@@ -60,6 +60,12 @@ def use_book_style() -> None:
         set_matplotlib_formats("svg")
 
 
+def book_style():
+    """The book's figure style inside a ``with`` block only, for figures that the
+    package draws for the reader (the static figures of :mod:`qkv.explorables`)."""
+    return mpl.rc_context(_BOOK_RC)
+
+
 def _as_array(weights: torch.Tensor | np.ndarray) -> np.ndarray:
     if isinstance(weights, torch.Tensor):
         weights = weights.detach().cpu().numpy()
