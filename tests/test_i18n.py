@@ -97,6 +97,23 @@ def test_the_markup_check_catches_what_a_translation_lost(broken, problem):
     assert found and any(problem in p for p in found), found
 
 
+@pytest.mark.parametrize(
+    ("source", "translation", "sound"),
+    [
+        ("1 KiB is 1,024 bytes", "1 Kio vaut 1\u202f024 octets", True),
+        ("1 KiB is 1,024 bytes", "1 Kio vaut 1\u00a0024 octets", True),
+        ("1 KiB is 1,024 bytes", "1 Kio vaut 1,024 octets", False),  # 1.024
+        ("1 KiB is 1,024 bytes", "1 Kio vaut 1024 octets", True),
+        ("a weight of 0.5", "un poids de 0,5", True),
+        ("a weight of 0.5", "un poids de 0.5", True),
+        ("a weight of 0.5", "un poids de 0,6", False),
+        ("131,072 tokens", "131\u202f072 tokens", True),
+    ],
+)
+def test_numbers_are_compared_by_value_in_each_language(source, translation, sound):
+    assert (markup_problems(source, translation) == []) is sound
+
+
 def test_glued_phrase_placeholders_are_markup():
     assert markup_problems("gets {0} of {1}", "reçoit {0} de {1}") == []
     assert markup_problems("gets {0} of {1}", "reçoit {0}") == ["lost {1}"]

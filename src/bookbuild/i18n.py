@@ -143,12 +143,19 @@ def has_words(source: str) -> bool:
 
 
 class LeaveOutUntranslatable(SphinxTransform):
-    """Display math, and paragraphs or cells of nothing but math, code and roles,
-    are not messages: they would only be copied unchanged into the catalogues."""
+    """Display math, paragraphs or cells of nothing but math, code and roles, and
+    everything a code cell printed, are not messages: they would only be copied
+    unchanged into the catalogues (or change with each measurement)."""
 
     default_priority = 5  # before Locale (20); the gettext builder extracts later
 
     def apply(self) -> None:
+        for output in self.document.findall(nodes.container):
+            if "cell_output" in output.get("classes", []):
+                # What the code printed (a table of measurements, say) stays as
+                # printed: as a message it would change with every measurement.
+                for node in output.findall(nodes.TextElement):
+                    node["translatable"] = False
         for node in self.document.findall(nodes.TextElement):
             if isinstance(node, nodes.math_block):
                 node["translatable"] = False

@@ -164,10 +164,27 @@ FOOTNOTE = re.compile(r"\[\^([^\]\s]+)\]")
 LINK = re.compile(r"\]\(([^)\s]+)\)|href=\"([^\"]+)\"")
 PLACEHOLDER = re.compile(r"\{(\d+)\}")
 NUMBER = re.compile(r"(?<![\w.,])\d+(?:[.,]\d+)*(?:e[-+]?\d+)?(?![\w])")
+#: A number as French writes it: groups of three digits after a no-break space
+#: (U+00A0 or U+202F), a decimal comma: "1\u202f024", "0,5".
+FRENCH_NUMBER = re.compile(
+    r"(?<![\w.,])\d{1,3}(?:[\u00a0\u202f]\d{3})+(?:,\d+)?(?![\w])"
+    r"|(?<![\w.,])\d+(?:[.,]\d+)?(?:e[-+]?\d+)?(?![\w])"
+)
 EXPLICIT = re.compile(r"^(.*?)\s*<([^<>]+)>$", re.S)
 
 
-def markup(text: str) -> Counter:
+def english_number(number: str) -> str:
+    """``"1,024"`` -> ``"1024"``: the value an English number stands for."""
+    return re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", number)
+
+
+def french_number(number: str) -> str:
+    """``"1\u202f024"`` -> ``"1024"``, ``"0,5"`` -> ``"0.5"`` (``"0.5"`` is
+    accepted as it is: a value copied from code keeps its point)."""
+    return re.sub(r"[\u00a0\u202f]", "", number).replace(",", ".")
+
+
+def markup(text: str, language: str = "en") -> Counter:
     """What a translation must keep of ``text``: roles (by target; glued values
     whole), math spans, inline code, footnote references, link targets, the
     placeholders of a glued phrase (``{0}``) and every number."""
@@ -193,14 +210,21 @@ def markup(text: str) -> Counter:
     rest = LINK.sub(" ", rest)
     for number in PLACEHOLDER.findall(rest):
         kept[f"{{{number}}}"] += 1
-    for number in NUMBER.findall(PLACEHOLDER.sub(" ", rest)):
-        kept[number] += 1
+    rest = PLACEHOLDER.sub(" ", rest)
+    if language == "fr":
+        for number in FRENCH_NUMBER.findall(rest):
+            kept[french_number(number)] += 1
+    else:
+        for number in NUMBER.findall(rest):
+            kept[english_number(number)] += 1
     return kept
 
 
-def markup_problems(msgid: str, msgstr: str) -> list[str]:
-    """How ``msgstr`` differs from ``msgid`` in markup ([] when it keeps all)."""
-    source, translation = markup(msgid), markup(msgstr)
+def markup_problems(msgid: str, msgstr: str, language: str = "fr") -> list[str]:
+    """How ``msgstr`` differs from ``msgid`` in markup ([] when it keeps all).
+    Numbers are compared by value, each written as its language writes it: the
+    English "1,024" is the French "1\u202f024" (and "1,024" in French is 1.024)."""
+    source, translation = markup(msgid), markup(msgstr, language)
     problems = [f"lost {item}" for item in sorted(source - translation)]
     problems += [f"added {item}" for item in sorted(translation - source)]
     return problems
@@ -402,7 +426,7 @@ def problems(root: Path) -> list[str]:
             for message in have.values():
                 if not message.translated:
                     continue
-                for problem in markup_problems(message.msgid, message.msgstr):
+                for problem in markup_problems(message.msgid, message.msgstr, language):
                     found.append(
                         f"{language}: {page}: {problem} ({message.where}): "
                         f"{_short(message.msgstr)}"
