@@ -281,6 +281,17 @@ def test_glued_numbers_in_french(english, french):
     assert localise_number(english, "en") == english
 
 
+@pytest.mark.parametrize(
+    "english", ["3,168", "1,234,567.5", "0.174", "1.0e-06", "12.5%", "1024", "42"]
+)
+def test_the_check_reads_a_french_glued_number_as_its_english_value(english):
+    """A number a translator types the way a French page shows glued numbers is
+    the same number for ``translations check``."""
+    french = localise_number(english, "fr")
+    assert markup_problems(f"a value of {english} here", f"valeur {french} ici") == []
+    assert markup_problems(f"a value of {english} here", "valeur 7,5 ici") != []
+
+
 def test_values_of_a_glued_phrase_in_french():
     assert localise_value('"cat"', "fr") == f"«{NBSP}cat{NBSP}»"
     assert localise_value("“cat”", "fr") == f"«{NBSP}cat{NBSP}»"
