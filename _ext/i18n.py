@@ -1,4 +1,4 @@
-"""Sphinx extension: the book in several languages (menu, overrides, five fixes).
+"""Sphinx extension: the book in several languages (menu, overrides, fixes).
 
 The code is in :mod:`bookbuild.i18n`, installed with the project.
 """

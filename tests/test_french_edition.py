@@ -7,12 +7,14 @@ import json
 import re
 import subprocess
 import sys
+from html import unescape
 from pathlib import Path
 
 import nbformat
 import pytest
 
 from bookbuild.i18n_glue import template
+from bookbuild.i18n_numbers import localise_number, localise_value
 from bookbuild.toc import lessons, pages
 from bookbuild.translations import strict_pages
 
@@ -30,9 +32,10 @@ def page(path: Path) -> str:
 
 
 def words(html: str) -> str:
-    """The text of a page, tags removed, spaces collapsed."""
+    """The text of a page, tags removed, entities read (``&nbsp;``), ASCII
+    spaces collapsed (no-break spaces kept)."""
     html = re.sub(r"<(script|style)\b.*?</\1>", " ", html, flags=re.S)
-    return re.sub(r"[ \t\n\r\f\v]+", " ", re.sub(r"<[^>]+>", "", html))
+    return re.sub(r"[ \t\n\r\f\v]+", " ", unescape(re.sub(r"<[^>]+>", "", html)))
 
 
 def test_every_page_has_its_french_page_at_the_same_path(built_book):
@@ -68,7 +71,7 @@ def test_the_sample_pages_are_french(built_book):
 
 def test_glued_values_are_the_same_in_both_languages(built_book):
     """Every number glued into the prose of the sample chapter appears on its
-    French page, from the same execution (gap 1)."""
+    French page, from the same execution (gap 1), written the French way."""
     glue = json.loads(
         (ROOT / "_build/jupyter_execute_fr/book/self-attention.glue.json").read_text()
     )
@@ -78,13 +81,16 @@ def test_glued_values_are_the_same_in_both_languages(built_book):
     for key, spec in re.findall(r"\{glue:text\}`([\w-]+):?([^`]*)`", source):
         value = glue[key]["data"]["text/plain"]
         shown = format(ast.literal_eval(value), spec) if spec else value
-        assert shown in french, (key, shown)
+        assert localise_number(shown, "fr") in french, (key, shown)
         checked += 1
     assert checked >= 10
     english = words(page(HTML / f"{SAMPLE}.html"))
     assert "A layer of width 32 has" in english
     params = format(ast.literal_eval(glue["sa-params-32"]["data"]["text/plain"]), ",")
-    assert f"Une couche de largeur 32 a {params} paramètres" in french
+    assert f"A layer of width 32 has {params} parameters" in english
+    assert "," in params  # 3,168 in English: 3 168 in French, with U+202F
+    french_params = params.replace(",", "\u202f")
+    assert f"Une couche de largeur 32 a {french_params} paramètres" in french
 
 
 def test_glued_phrases_are_french(built_book):
@@ -97,7 +103,21 @@ def test_glued_phrases_are_french(built_book):
     assert "les mêmes vecteurs de sortie" in french
     assert phrase not in french
     for value in values:
-        assert value in french
+        assert localise_value(value, "fr") in french, value
+
+
+def test_figure_alt_texts_are_french(built_book):
+    """Every figure of the sample chapter (a page listed as translated) has its
+    French alt text on its French page (gap 6)."""
+    pattern = re.compile(r"<img [^>]*\balt=\"([^\"]*)\"")
+    english = [unescape(a) for a in pattern.findall(page(HTML / f"{SAMPLE}.html"))]
+    french = [unescape(a) for a in pattern.findall(page(FR / f"{SAMPLE}.html"))]
+    source = (ROOT / f"{SAMPLE}.md").read_text(encoding="utf-8")
+    alts = re.findall(r"^:alt: (.+)$", source, re.M)
+    assert len(alts) >= 2 and set(alts) <= set(english)
+    assert len(french) == len(english)
+    for alt in alts:
+        assert alt not in french, f"English alt text on the French page: {alt}"
 
 
 def test_solutions_are_titled_in_french(built_book):

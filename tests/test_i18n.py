@@ -16,6 +16,7 @@ from bookbuild import translations
 from bookbuild.i18n import has_words, page_href, sort_key
 from bookbuild.i18n_footnotes import with_definitions
 from bookbuild.i18n_glue import fill, is_prose, template, translate_glued
+from bookbuild.i18n_numbers import localise_number, localise_value
 from bookbuild.messages import FRENCH, NBSP, NNBSP, gettext
 from bookbuild.translations import markup_problems, translate_markdown
 
@@ -249,6 +250,83 @@ def test_a_glued_phrase_becomes_a_template_and_back():
     )
     assert translate_glued(phrase, {}) == phrase
     assert translate_glued(phrase, {message: "{3}"}) == phrase  # a bad placeholder
+
+
+@pytest.mark.parametrize(
+    ("english", "french"),
+    [
+        ("3,168", f"3{NNBSP}168"),
+        ("1,234,567.5", f"1{NNBSP}234{NNBSP}567,5"),
+        ("0.174", "0,174"),
+        ("-0.5", "-0,5"),
+        ("1.0e-06", "1,0e-06"),
+        ("2.50E+03", "2,50E+03"),
+        ("12.5%", f"12,5{NNBSP}%"),
+        ("7%", f"7{NNBSP}%"),
+        ("1024", "1024"),  # not grouped in English, not in French
+        ("42", "42"),
+        # Not a number: left as it is.
+        ("2.13.0", "2.13.0"),
+        ("5, 3, 2", "5, 3, 2"),
+        ("(2, 6)", "(2, 6)"),
+        ("1,2", "1,2"),
+        ("cat", "cat"),
+        ("nan", "nan"),
+        ("3,168 tokens", "3,168 tokens"),
+    ],
+)
+def test_glued_numbers_in_french(english, french):
+    assert localise_number(english, "fr") == french
+    assert localise_number(english, "fr_CA") == french
+    assert localise_number(english, "en") == english
+
+
+@pytest.mark.parametrize(
+    "english", ["3,168", "1,234,567.5", "0.174", "1.0e-06", "12.5%", "1024", "42"]
+)
+def test_the_check_reads_a_french_glued_number_as_its_english_value(english):
+    """A number a translator types the way a French page shows glued numbers is
+    the same number for ``translations check``."""
+    french = localise_number(english, "fr")
+    assert markup_problems(f"a value of {english} here", f"valeur {french} ici") == []
+    assert markup_problems(f"a value of {english} here", "valeur 7,5 ici") != []
+
+
+def test_values_of_a_glued_phrase_in_french():
+    assert localise_value('"cat"', "fr") == f"«{NBSP}cat{NBSP}»"
+    assert localise_value("“cat”", "fr") == f"«{NBSP}cat{NBSP}»"
+    assert localise_value('"cat"', "en") == '"cat"'
+    assert localise_value("0.75", "fr") == "0,75"
+    message, values = template('"one" gets 0.174 of 1,600 (`w = 0.5`, $0.25$)')
+    assert message == "{0} gets {1} of {2} (`w = {3}`, ${4}$)"
+    french = "{0} reçoit {1} sur {2} (`w = {3}`, ${4}$)"
+    assert fill(french, values, "fr") == (
+        f"«{NBSP}one{NBSP}» reçoit 0,174 sur 1{NNBSP}600 (`w = 0.5`, $0.25$)"
+    )
+    assert fill(french, values) == '"one" reçoit 0.174 sur 1,600 (`w = 0.5`, $0.25$)'
+
+
+def test_a_glued_phrase_of_no_words_has_french_numbers():
+    sum_ = "0.05 + 0.24 = 0.29 (`x = 0.5`)"
+    assert translate_glued(sum_, {}, "fr") == "0,05 + 0,24 = 0,29 (`x = 0.5`)"
+    assert translate_glued(sum_, {}, "en") == sum_
+    assert translate_glued('"journey"', {}, "fr") == f"«{NBSP}journey{NBSP}»"
+    assert translate_glued("2.13.0", {}, "fr") == "2.13.0"
+    # A phrase not translated yet stays English, numbers included.
+    phrase = "the weights differ by 0.5"
+    assert translate_glued(phrase, {}, "fr") == phrase
+
+
+def test_glued_numbers_of_a_french_notebook():
+    from types import SimpleNamespace
+
+    from bookbuild.notebooks import _roles
+
+    values = {"n": {"text/plain": "3168"}, "w": {"text/plain": "0.17412"}}
+    text = "{glue:text}`n:,` and {glue:text}`w:.3f`"
+    french = SimpleNamespace(language="fr")
+    assert _roles(text, values, french) == f"3{NNBSP}168 and 0,174"
+    assert _roles(text, values, SimpleNamespace(language="en")) == "3,168 and 0.174"
 
 
 def test_only_phrases_are_messages():

@@ -3,8 +3,9 @@
 Problem: Sphinx translates a book from ``.po`` catalogues (``locales/<lang>/``)
 when it is built with another ``language``, but a second language needs more
 than the catalogues: its own title and search text, a way for a reader to go
-from a page to the same page in the other language, and, on this stack, five
-fixes (glue, exercise titles, solution titles, footnotes, part captions).
+from a page to the same page in the other language, and, on this stack, six
+fixes (glue, exercise titles, solution titles, footnotes, part captions, the
+alt texts of glued figures) and glued numbers written the reader's way.
 
 Answer, this Sphinx extension, configured in ``_config.yml`` (``sphinx.config``):
 
@@ -25,10 +26,12 @@ hreflang=...>``. In a language other than the root one: the executed notebooks
 of myst-nb go to ``_build/jupyter_execute_<code>`` (not inside the root site),
 the glossary is sorted by its translated terms, and display math or a paragraph
 with nothing but math, code and glued values is left out of the catalogues.
-The five fixes are their own extensions, loaded from here:
+The six fixes are their own extensions, loaded from here:
 :mod:`~bookbuild.i18n_glue`, :mod:`~bookbuild.i18n_exercise_titles`,
 :mod:`~bookbuild.i18n_solution_titles`, :mod:`~bookbuild.i18n_footnotes`,
-:mod:`~bookbuild.i18n_toc_captions`.
+:mod:`~bookbuild.i18n_toc_captions`, :mod:`~bookbuild.i18n_alt_texts`; and
+:mod:`~bookbuild.i18n_numbers` writes glued numbers the way of the page's
+language (``3\u202f168``, ``0,174`` in French).
 """
 
 from __future__ import annotations
@@ -55,6 +58,8 @@ FIXES = (
     "bookbuild.i18n_solution_titles",
     "bookbuild.i18n_footnotes",
     "bookbuild.i18n_toc_captions",
+    "bookbuild.i18n_alt_texts",
+    "bookbuild.i18n_numbers",
 )
 
 

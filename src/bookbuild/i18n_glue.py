@@ -17,8 +17,14 @@ Glued prose too. A chapter glues whole phrases built from its measurements
 in a French sentence they would stay English. Each phrase a ``{glue:md}`` role
 shows is a message of its page: the gettext build extracts it as a template,
 its numbers and quoted words replaced by ``{0}``, ``{1}``... (so a translation
-survives new measurements and never types a number), and in a translated
-paragraph the phrase is read through the catalogue, the values put back.
+survives new measurements and never types a number). On a page of another
+language, myst-nb's renderer is held in that language while the page is read:
+wherever a ``{glue:md}`` role shows a phrase (in a translated paragraph, or in
+a paragraph of its own, which is no message), the phrase is read through the
+catalogue and its values put back, written the way of the language (numbers
+and quotes, :mod:`bookbuild.i18n_numbers`; inside code or math as written). A
+phrase of no words (``0.05 + 0.24 = 0.29``) only has its values written again;
+a phrase not translated yet stays English.
 """
 
 from __future__ import annotations
@@ -32,7 +38,6 @@ from sphinx.application import Sphinx
 from sphinx.config import Config
 
 KEY = "bookbuild_nb_renderer"
-MESSAGES = "bookbuild_glue_messages"
 
 # -- glued prose as messages ---------------------------------------------------------
 
@@ -55,9 +60,41 @@ def template(text: str) -> tuple[str, list[str]]:
     return " ".join(VARIABLE.sub(hole, text).split()), values
 
 
-def fill(translation: str, values: list[str]) -> str:
-    """A translated template with its values put back (``{0}`` -> values[0])."""
-    return re.sub(r"\{(\d+)\}", lambda m: values[int(m.group(1))], translation)
+#: Where a value stays as the code wrote it: inline code, math.
+_AS_WRITTEN = r"`[^`\n]*`|\$[^$\n]*\$"
+_PLACEHOLDERS = re.compile(rf"({_AS_WRITTEN})|\{{(\d+)\}}")
+_VALUES = re.compile(rf"({_AS_WRITTEN})|{VARIABLE.pattern}")
+
+
+def fill(translation: str, values: list[str], language: str | None = None) -> str:
+    """A translated template with its values put back (``{0}`` -> values[0]),
+    written as ``language`` writes numbers and quotes
+    (:func:`~bookbuild.i18n_numbers.localise_value`), except inside inline code
+    or math."""
+    from bookbuild.i18n_numbers import localise_value
+
+    def put_back(match: re.Match) -> str:
+        if match.group(1):  # code or math: each value as written
+            return re.sub(
+                r"\{(\d+)\}", lambda m: values[int(m.group(1))], match.group(1)
+            )
+        return localise_value(values[int(match.group(2))], language)
+
+    return _PLACEHOLDERS.sub(put_back, translation)
+
+
+def localise_phrase(text: str, language: str | None) -> str:
+    """A glued phrase that is not a message (``0.05 + 0.24 = 0.29``,
+    ``"journey"``) with its numbers and quoted words written the way of
+    ``language``, except inside inline code or math."""
+    from bookbuild.i18n_numbers import has_own_numbers, localise_value
+
+    if not has_own_numbers(language):
+        return text
+    return _VALUES.sub(
+        lambda m: m.group(0) if m.group(1) else localise_value(m.group(0), language),
+        text,
+    )
 
 
 def is_prose(text: str) -> bool:
@@ -67,14 +104,20 @@ def is_prose(text: str) -> bool:
     return has_words(template(text)[0].replace("{", " ").replace("}", " "))
 
 
-def translate_glued(text: str, messages: dict[str, str]) -> str:
-    """A glued phrase in the catalogue's language (unchanged if not translated)."""
+def translate_glued(
+    text: str, messages: dict[str, str], language: str | None = None
+) -> str:
+    """A glued phrase in the catalogue's language, its values written the way of
+    ``language``. A phrase that is not a message only has its values written
+    again; a phrase not translated yet stays English, as it is."""
+    if not is_prose(text):
+        return localise_phrase(text, language)
     message, values = template(text)
     translation = messages.get(message)
     if not translation:
         return text
     try:
-        return fill(translation, values)
+        return fill(translation, values, language)
     except IndexError:  # a placeholder the phrase does not have: keep English
         return text
 
@@ -114,27 +157,61 @@ class _With:
         return getattr(self._wrapped, name)
 
 
-def in_language(renderer, messages: dict[str, str]):
-    """The notebook renderer with its glued Markdown read through ``messages``."""
-    client = renderer.renderer.nb_client
+def in_language(glue_data: dict, messages: dict[str, str], language: str | None):
+    """``glue_data`` of a notebook with its glued Markdown read through
+    ``messages`` (its values written the way of ``language``)."""
     glue = {}
-    for key, entry in client.glue_data.items():
+    for key, entry in glue_data.items():
         text = entry.get("data", {}).get("text/markdown")
         if isinstance(text, str):
-            data = {**entry["data"], "text/markdown": translate_glued(text, messages)}
-            entry = {**entry, "data": data}
+            translated = translate_glued(text, messages, language)
+            entry = {**entry, "data": {**entry["data"], "text/markdown": translated}}
         glue[key] = entry
-    inner = _With(renderer.renderer, nb_client=_With(client, glue_data=glue))
+    return glue
+
+
+class _GlueInLanguage:
+    """The Markdown renderer of a notebook page, its glued values seen in the
+    page's language (read when a role asks: the notebook may still be running)."""
+
+    def __init__(self, renderer, messages: dict[str, str], language: str) -> None:
+        self._wrapped = renderer
+        self._messages = messages
+        self._language = language
+
+    @property
+    def nb_client(self):
+        client = self._wrapped.nb_client
+        glue = in_language(client.glue_data, self._messages, self._language)
+        return _With(client, glue_data=glue)
+
+    def __getattr__(self, name: str):
+        return getattr(self._wrapped, name)
+
+
+def lent_renderer(renderer, env):
+    """myst-nb's notebook renderer of the page being read, its glued phrases
+    in the build's language."""
+    from bookbuild.i18n import catalogue
+
+    messages = catalogue(env, env.config, env.docname)
+    inner = _GlueInLanguage(renderer.renderer, messages, env.config.language)
     return _With(renderer, renderer=inner)
 
 
 class _KeepRenderer(dict):
-    """A document's attributes that hand the notebook renderer to ``env`` when
+    """A document's attributes that, when myst-nb puts its notebook renderer
+    there, hold it in the page's language instead, and hand it to ``env`` when
     myst-nb removes it at the end of the parse."""
 
     def __init__(self, attributes: dict, env) -> None:
         super().__init__(attributes)
         self.env = env
+
+    def __setitem__(self, key, value) -> None:
+        if key == "nb_renderer" and value is not None:
+            value = lent_renderer(value, self.env)
+        super().__setitem__(key, value)
 
     def pop(self, key, *default):
         value = super().pop(key, *default)
@@ -144,8 +221,8 @@ class _KeepRenderer(dict):
 
 
 def lending(parse):
-    """Wrap myst-nb's ``Parser.parse``: keep the renderer, lend it to the
-    translated sub-parses of the same page."""
+    """Wrap myst-nb's ``Parser.parse``: glued phrases in the page's language,
+    and the renderer kept and lent to the translated sub-parses of the page."""
 
     def parse_with_renderer(self, inputstring, document):
         env = document.settings.env
@@ -153,12 +230,7 @@ def lending(parse):
             renderer = env.temp_data.get(KEY)
             if renderer is None or "nb_renderer" in document:
                 return parse(self, inputstring, document)
-            if MESSAGES not in env.temp_data:
-                from bookbuild.i18n import catalogue
-
-                messages = catalogue(env, env.config, env.docname)
-                env.temp_data[MESSAGES] = in_language(renderer, messages)
-            document["nb_renderer"] = env.temp_data[MESSAGES]
+            document["nb_renderer"] = renderer
             try:
                 return parse(self, inputstring, document)
             finally:

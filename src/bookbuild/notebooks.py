@@ -30,6 +30,7 @@ import nbformat
 from sphinx.application import Sphinx
 
 from bookbuild.edition import edition
+from bookbuild.i18n_numbers import has_own_numbers, localise_number
 from bookbuild.messages import gettext
 from bookbuild.toc import lessons
 from bookbuild.translations import translate_markdown, translated_languages
@@ -69,6 +70,7 @@ class Resolver:
         env = app.env
         self.env = env
         self.say = gettext(app.config.language)  # our own words, in its language
+        self.language = app.config.language  # glued numbers written its way
         self.labels = env.domaindata["std"]["labels"]
         self.fignumbers = env.toc_fignumbers
         self.bib = {}
@@ -120,11 +122,13 @@ class Resolver:
 
 
 def _glue_text(value: dict, spec: str) -> str:
+    """A ``{glue:text}`` value as the page shows it (myst-nb's own formatting:
+    ``3168`` with ``,`` is ``3,168``, not ``3,168.0``)."""
+    from myst_nb.core.variables import format_plain_text
+
     plain = value.get("text/plain", "")
-    if not spec:
-        return plain.strip("'\"")
     try:
-        return format(float(plain), spec)
+        return format_plain_text(plain, spec or "s")
     except ValueError:
         return plain
 
@@ -247,7 +251,9 @@ def _roles(text: str, values: dict, resolver: Resolver) -> str:
         role, content = match.groups()
         if role == "glue:text":
             key, _, spec = content.partition(":")
-            return _glue_text(values.get(key, {}), spec)
+            return localise_number(
+                _glue_text(values.get(key, {}), spec), resolver.language
+            )
         if role == "glue:md":
             return values.get(content, {}).get("text/markdown", content)
         if role == "ref":
@@ -358,12 +364,15 @@ def build_notebook(app: Sphinx, page: str, executed) -> nbformat.NotebookNode:
         source_cells = without_solutions(source_cells)
     cells = [install_cell(_repository(app), app.config.language)]
     messages = _translations(app, page)
-    if messages:  # the phrases glued by the code, in the page's language too
+    if messages or has_own_numbers(app.config.language):
+        # the phrases glued by the code, in the page's language too
         from bookbuild.i18n_glue import translate_glued
 
         for value in values.values():
             if isinstance(text := value.get("text/markdown"), str):
-                value["text/markdown"] = translate_glued(text, messages)
+                value["text/markdown"] = translate_glued(
+                    text, messages, app.config.language
+                )
     for cell in source_cells:
         if cell.cell_type == "markdown":
             text, attachments = convert_markdown(
