@@ -109,6 +109,8 @@ def test_the_markup_check_catches_what_a_translation_lost(broken, problem):
         ("a weight of 0.5", "un poids de 0.5", True),
         ("a weight of 0.5", "un poids de 0,6", False),
         ("131,072 tokens", "131\u202f072 tokens", True),
+        ("torch 2.13.0 and Sphinx 7.4", "torch 2.13.0 et Sphinx 7.4", True),
+        ("torch 2.13.0", "torch 2.13.1", False),
     ],
 )
 def test_numbers_are_compared_by_value_in_each_language(source, translation, sound):

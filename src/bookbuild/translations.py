@@ -168,6 +168,7 @@ NUMBER = re.compile(r"(?<![\w.,])\d+(?:[.,]\d+)*(?:e[-+]?\d+)?(?![\w])")
 #: (U+00A0 or U+202F), a decimal comma: "1\u202f024", "0,5".
 FRENCH_NUMBER = re.compile(
     r"(?<![\w.,])\d{1,3}(?:[\u00a0\u202f]\d{3})+(?:,\d+)?(?![\w])"
+    r"|(?<![\w.,])\d+(?:\.\d+){2,}(?![\w])"  # a version: 2.13.0
     r"|(?<![\w.,])\d+(?:[.,]\d+)?(?:e[-+]?\d+)?(?![\w])"
 )
 EXPLICIT = re.compile(r"^(.*?)\s*<([^<>]+)>$", re.S)
