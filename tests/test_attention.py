@@ -22,6 +22,7 @@ from qkv import (
     concat_heads,
     padding_mask,
     scaled_dot_product_attention,
+    sliding_window_mask,
     split_heads,
     tiled_attention,
 )
@@ -214,6 +215,35 @@ def test_causal_mask_values():
     )
     assert torch.equal(causal_mask(3, 4), expected)
     assert torch.equal(causal_mask(3), expected[:, :3])
+
+
+def test_sliding_window_mask_values():
+    expected = torch.tensor(
+        [[1, 0, 0, 0, 0], [1, 1, 0, 0, 0], [0, 1, 1, 0, 0], [0, 0, 1, 1, 0]],
+        dtype=torch.bool,
+    )
+    assert torch.equal(sliding_window_mask(4, 2, key_len=5), expected)
+    assert torch.equal(sliding_window_mask(4, 2), expected[:, :4])
+    assert torch.equal(sliding_window_mask(6, 1), torch.eye(6, dtype=torch.bool))
+    # A window as long as the sequence is the causal mask.
+    for window in (6, 7, 100):
+        assert torch.equal(sliding_window_mask(6, window), causal_mask(6))
+    allowed = sliding_window_mask(10, 3).sum(-1)
+    assert allowed.tolist() == [min(i + 1, 3) for i in range(10)]
+
+
+def test_sliding_window_mask_in_attention_equals_attention_over_the_window():
+    query, key, value = rand(7, 4), rand(7, 4, seed=1), rand(7, 5, seed=2)
+    out, weights = scaled_dot_product_attention(
+        query, key, value, attn_mask=sliding_window_mask(7, 3)
+    )
+    for i in range(7):
+        start = max(0, i - 2)  # the window: positions start..i
+        alone, _ = scaled_dot_product_attention(
+            query[i : i + 1], key[start : i + 1], value[start : i + 1]
+        )
+        torch.testing.assert_close(out[i : i + 1], alone)
+        assert (weights[i, :start] == 0).all() and (weights[i, i + 1 :] == 0).all()
 
 
 def test_padding_mask_values():
@@ -545,6 +575,18 @@ BAD_MODULES = {
     "causal_mask key_len bool": (
         lambda: causal_mask(3, True),
         r"key_len must be an int >= 0, got True of type bool",
+    ),
+    "sliding_window_mask window 0": (
+        lambda: sliding_window_mask(4, 0),
+        r"window must be an int >= 1, got 0",
+    ),
+    "sliding_window_mask float window": (
+        lambda: sliding_window_mask(4, 2.0),
+        r"window must be an int >= 1, got 2.0 of type float",
+    ),
+    "sliding_window_mask negative query_len": (
+        lambda: sliding_window_mask(-2, 2),
+        r"query_len must be an int >= 0, got -2",
     ),
     "padding_mask float max_len": (
         lambda: padding_mask([3, 1], max_len=4.5),

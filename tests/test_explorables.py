@@ -713,6 +713,7 @@ CHAPTERS = {
     "qkv-x-abh": "book/attention-by-hand.html",
     "qkv-x-sdp": "book/scaled-dot-product.html",
     "qkv-x-mask": "book/masking.html",
+    "qkv-x-rope": "book/positions.html",
 }
 
 
@@ -815,6 +816,7 @@ def test_the_chapter_notebooks_keep_the_cell_and_the_static_figure(built_book):
         "attention-by-hand": ("qkv.explorables.attention_by_hand(", "abh-explorable"),
         "scaled-dot-product": ("qkv.explorables.scaled_scores(", "sdp-explorable"),
         "masking": ("qkv.explorables.mask_editor(", "mask-explorable"),
+        "positions": ("qkv.explorables.rope_offsets(", "pos-explorable"),
     }
     for chapter, (call, key) in cells.items():
         notebook = nbformat.read(HTML / "_notebooks" / f"{chapter}.ipynb", as_version=4)
@@ -827,7 +829,7 @@ def test_the_chapter_notebooks_keep_the_cell_and_the_static_figure(built_book):
 @pytest.mark.book
 @pytest.mark.slow
 def test_the_chapter_notebooks_run_and_show_the_explorables(built_book):
-    """The three notebooks run top to bottom here; each explorable cell gives the
+    """The four notebooks run top to bottom here; each explorable cell gives the
     widget (text/html) and its static figure (image/png)."""
     import nbformat
     from nbclient import NotebookClient
@@ -836,6 +838,7 @@ def test_the_chapter_notebooks_run_and_show_the_explorables(built_book):
         ("attention-by-hand", "attention_by_hand("),
         ("scaled-dot-product", "scaled_scores("),
         ("masking", "mask_editor("),
+        ("positions", "rope_offsets("),
     ]:
         notebook = nbformat.read(HTML / "_notebooks" / f"{chapter}.ipynb", as_version=4)
         NotebookClient(notebook, timeout=600, kernel_name="python3").execute()

@@ -13,6 +13,7 @@ from qkv.attention import (
     concat_heads,
     padding_mask,
     scaled_dot_product_attention,
+    sliding_window_mask,
     split_heads,
     tiled_attention,
 )
@@ -28,6 +29,7 @@ __all__ = [
     "explorables",
     "padding_mask",
     "scaled_dot_product_attention",
+    "sliding_window_mask",
     "split_heads",
     "tiled_attention",
 ]

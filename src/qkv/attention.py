@@ -47,6 +47,7 @@ __all__ = [
     "concat_heads",
     "padding_mask",
     "scaled_dot_product_attention",
+    "sliding_window_mask",
     "split_heads",
     "tiled_attention",
 ]
@@ -107,6 +108,36 @@ def causal_mask(
     key_len = query_len if key_len is None else _check_int("key_len", key_len, 0)
     ones = torch.ones(query_len, key_len, dtype=torch.bool, device=device)
     return ones.tril()  # (L, S)
+
+
+def sliding_window_mask(
+    query_len: int,
+    window: int,
+    key_len: int | None = None,
+    device: torch.device | None = None,
+) -> Tensor:
+    """Causal mask that lets position i attend to the ``window`` positions
+    i - window + 1, ..., i only (itself and the window - 1 before it).
+
+    Explained in the chapter *decoders* (Mistral 7B uses one, Jiang et al. 2023).
+    With ``window >= key_len`` it equals :func:`causal_mask`.
+
+    Args:
+        query_len: L, the number of query positions.
+        window: w >= 1, the number of positions each query may see.
+        key_len: S, the number of key positions (default: ``query_len``).
+        device: where to create the mask.
+
+    Returns:
+        Bool tensor of shape (L, S), True where 0 <= i - j < window (aligned
+        top-left, as :func:`causal_mask`).
+    """
+    query_len = _check_int("query_len", query_len, minimum=0)
+    window = _check_int("window", window, minimum=1)
+    key_len = query_len if key_len is None else _check_int("key_len", key_len, 0)
+    i = torch.arange(query_len, device=device)[:, None]  # (L, 1)
+    j = torch.arange(key_len, device=device)[None, :]  # (1, S)
+    return (j <= i) & (j > i - window)  # (L, S)
 
 
 def padding_mask(lengths: Tensor | list[int], max_len: int | None = None) -> Tensor:

@@ -41,6 +41,7 @@ import torch
 from torch import Tensor
 
 from qkv.attention import _check_bool, _check_int, scaled_dot_product_attention
+from qkv.positions import rope
 from qkv.widgets import Widget, check_index, figure_png
 
 __all__ = [
@@ -1309,20 +1310,12 @@ PAIRS = ("interleaved", "halves")
 
 
 def _rotate_pairs(x: Tensor, positions: Tensor, base: float, pairs: str) -> Tensor:
-    """RoPE: each pair of coordinates of ``x`` (T, E) rotated by the angle
-    ``position * base ** (-2 i / E)`` for pair i; pairs (x_2i, x_2i+1)
-    ("interleaved") or (x_i, x_i+E/2) ("halves"). The page's script does the same.
+    """RoPE (:func:`qkv.positions.rope`): each pair of coordinates of ``x`` (T, E)
+    rotated by the angle ``position * base ** (-2 i / E)`` for pair i; pairs
+    (x_2i, x_2i+1) ("interleaved") or (x_i, x_i+E/2) ("halves"). The page's script
+    does the same.
     """
-    size = x.shape[-1]
-    half = torch.arange(size // 2, dtype=torch.float64)  # (E/2,)
-    angles = positions.double()[:, None] * base ** (-2 * half / size)  # (T, E/2)
-    cos, sin = angles.cos(), angles.sin()
-    first = slice(0, None, 2) if pairs == "interleaved" else slice(0, size // 2)
-    second = slice(1, None, 2) if pairs == "interleaved" else slice(size // 2, None)
-    rotated = x.clone()
-    rotated[:, first] = x[:, first] * cos - x[:, second] * sin
-    rotated[:, second] = x[:, first] * sin + x[:, second] * cos
-    return rotated  # (T, E)
+    return rope(x, positions, base, interleaved=pairs == "interleaved")  # (T, E)
 
 
 class RopeOffsets(_Explorable):

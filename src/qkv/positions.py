@@ -1,0 +1,768 @@
+"""How attention learns word order: sinusoidal, learned, rotary (RoPE) and ALiBi.
+
+Explained in the chapter *positions*. Attention alone is blind to order (the
+chapter *self-attention* shows it is permutation equivariant), so every Transformer
+adds position information somewhere:
+
+* **absolute codes** added to the token vectors before the first layer: the
+  sinusoidal codes of Vaswani et al. (2017),
+  :func:`qkv.transformer.sinusoidal_positions`, or a learned table,
+  ``torch.nn.Embedding(max_len, D)``;
+* **RoPE** (Su et al. 2021, RoFormer), :func:`rope`: queries and keys are rotated by
+  an angle proportional to their position, so that their dot product depends on
+  the offset between them only;
+* **ALiBi** (Press et al. 2022), :func:`alibi_bias`: no code at all, a penalty
+  proportional to the distance is added to each score.
+
+:func:`extrapolation` trains one small model per choice on short sequences and
+tests it on sequences twice as long.
+
+Shape legend (as in :mod:`qkv.attention`):
+
+    ...  any number of leading batch dimensions
+    B    batch size
+    H    number of heads
+    T    sequence length (L queries and S keys when they differ)
+    D    model dimension
+    E    feature dimension of queries and keys (per head), even for RoPE
+    C    number of classes a model predicts at each position
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor, nn
+
+from qkv.attention import (
+    MultiHeadAttention,
+    _broadcast,
+    concat_heads,
+    scaled_dot_product_attention,
+    split_heads,
+)
+from qkv.transformer import TransformerBlock, sinusoidal_positions
+
+__all__ = [
+    "ENCODINGS",
+    "TASKS",
+    "EncodingResult",
+    "ExtrapolationResult",
+    "PositionModel",
+    "PositionalAttention",
+    "alibi_bias",
+    "alibi_slopes",
+    "extrapolation",
+    "fit_rope_offset",
+    "make_batch",
+    "rope",
+    "rope_scores",
+    "sinusoidal_similarity",
+]
+
+#: The position encodings :func:`extrapolation` compares, in the order of its table.
+ENCODINGS = ("none", "learned", "sinusoidal", "rope", "alibi")
+
+
+def _check_int(name: str, value: int, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
+
+
+def _check_base(base: float) -> None:
+    if isinstance(base, bool) or not isinstance(base, int | float) or not base > 0:
+        raise ValueError(f"base must be a positive number, got {base!r}")
+
+
+def _as_positions(name: str, positions: Tensor | list | range) -> Tensor:
+    """``positions`` as a real tensor of rank >= 1, or a ValueError."""
+    positions = torch.as_tensor(positions)
+    if positions.dtype == torch.bool or positions.is_complex() or positions.dim() < 1:
+        raise ValueError(
+            f"{name} must be integers or floats of rank >= 1, got shape "
+            f"{tuple(positions.shape)} and dtype {positions.dtype}"
+        )
+    if positions.is_floating_point() and not torch.isfinite(positions).all():
+        raise ValueError(f"{name} must be finite, got {positions.tolist()}")
+    return positions
+
+
+def _rotation_angles(positions: Tensor, dim: int, base: float) -> Tensor:
+    """Angle ``p * base**(-2i / dim)`` of each position p and pair i: (..., T, E/2).
+
+    The rates are those of :func:`qkv.transformer.sinusoidal_positions`. They are
+    computed in float64 so that a rotation by a large position stays exact enough
+    for the offset property to hold to float32 precision.
+    """
+    pairs = torch.arange(0, dim, 2, dtype=torch.float64, device=positions.device)
+    rates = torch.exp(-math.log(base) * pairs / dim)  # (E/2,)
+    return positions.to(torch.float64)[..., None] * rates  # (..., T, E/2)
+
+
+def rope(
+    x: Tensor,
+    positions: Tensor | list | range,
+    base: float = 10_000.0,
+    interleaved: bool = True,
+) -> Tensor:
+    """Rotary position embedding (RoPE) of Su et al. (2021).
+
+    Explained in the chapter *positions*. The features of ``x`` are taken in pairs;
+    pair i of the vector at position p is a point in the plane, rotated by the
+    angle ``p * theta_i`` with ``theta_i = base**(-2i / E)`` (the frequencies of the
+    sinusoidal code). Applied to queries and keys, it makes their dot product a
+    function of the offset between them only:
+    ``rope(q, m) . rope(k, n) = q . R(n - m) k`` with R a rotation.
+
+    Pairs: by default ``(x0, x1), (x2, x3), ...`` (interleaved), as in the paper's
+    block-diagonal rotation matrix and as the (sin, cos) pairs of
+    :func:`qkv.transformer.sinusoidal_positions`, so the formula on the page is the
+    code. ``interleaved=False`` pairs feature i with feature i + E/2 (the
+    "rotate_half" layout of GPT-NeoX and Llama, which slices two contiguous halves
+    instead of every other feature). The two are the same rotation of permuted
+    features: a model trained from scratch cannot tell them apart, but weights
+    trained with one layout need the same layout.
+
+    Args:
+        x: shape (..., T, E), E even: queries or keys (e.g. (B, H, T, E)).
+        positions: the position of each of the T vectors, shape (T,) or any shape
+            (..., T) that broadcasts against ``x.shape[:-1]``; integers or floats
+            (a fractional position is allowed, as position interpolation uses).
+        base: sets the slowest rotation, ``theta = base**(-(E - 2) / E)``.
+        interleaved: the pair layout (see above).
+
+    Returns:
+        Tensor of the shape and dtype of ``x``: every pair rotated. Norms are
+        unchanged.
+
+    Raises:
+        ValueError: if ``x`` is not a floating tensor of rank >= 2 with an even
+            last dimension, or ``positions`` does not have T entries along its last
+            dimension or does not broadcast against ``x``.
+    """
+    if not isinstance(x, Tensor) or not x.is_floating_point() or x.dim() < 2:
+        got = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
+        raise ValueError(f"x must be a floating tensor of shape (..., T, E), got {got}")
+    length, dim = x.shape[-2:]
+    if dim % 2:
+        raise ValueError(
+            f"x must have an even last dimension E (pairs of features), "
+            f"got x {tuple(x.shape)}"
+        )
+    _check_base(base)
+    positions = _as_positions("positions", positions).to(x.device)
+    try:
+        fits = positions.shape[-1] == length and _broadcast(
+            tuple(positions.shape), tuple(x.shape[:-1])
+        ) == tuple(x.shape[:-1])
+    except RuntimeError:
+        fits = False
+    if not fits:
+        raise ValueError(
+            f"positions must have shape (T,) or (..., T) broadcasting against "
+            f"x.shape[:-1] = {tuple(x.shape[:-1])}, got positions "
+            f"{tuple(positions.shape)}"
+        )
+    angles = _rotation_angles(positions, dim, base)  # (..., T, E/2)
+    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    if interleaved:
+        x1, x2 = x[..., 0::2], x[..., 1::2]  # (..., T, E/2) each: the pairs
+    else:
+        x1, x2 = x[..., : dim // 2], x[..., dim // 2 :]
+    rotated = (x1 * cos - x2 * sin, x1 * sin + x2 * cos)  # the 2 x 2 rotation
+    if interleaved:
+        return torch.stack(rotated, dim=-1).flatten(-2)  # (..., T, E)
+    return torch.cat(rotated, dim=-1)  # (..., T, E)
+
+
+def alibi_slopes(num_heads: int) -> Tensor:
+    """The head-specific slopes m of ALiBi (Press et al. 2022).
+
+    Explained in the chapter *positions*. For H a power of two the slopes are the
+    geometric sequence ``2**(-8 h / H)``, h = 1..H (1/2, 1/4, ..., 1/256 for
+    H = 8). For other H, as in the authors' reference code: the H' slopes of the
+    largest power of two H' < H, then every other slope of 2 H' heads (the ones
+    that fall between them) until there are H.
+
+    Args:
+        num_heads: H.
+
+    Returns:
+        Float tensor of shape (H,), decreasing within each of the two groups.
+    """
+    _check_int("num_heads", num_heads, 1)
+
+    def geometric(n: int) -> list[float]:
+        return [2.0 ** (-8.0 * h / n) for h in range(1, n + 1)]
+
+    power = 2 ** int(math.log2(num_heads))  # largest power of two <= H
+    slopes = geometric(power) + geometric(2 * power)[0::2][: num_heads - power]
+    return torch.tensor(slopes)
+
+
+def alibi_bias(num_heads: int, query_len: int, key_len: int) -> Tensor:
+    """The ALiBi bias added to the attention scores (Press et al. 2022).
+
+    Explained in the chapter *positions*. Head h adds ``-m_h * (i - j)`` to the
+    score of the query at position i and the key at position j, a penalty growing
+    with the distance, with the slopes m of :func:`alibi_slopes`. ALiBi is defined
+    for causal attention: a key after its query gets ``-inf``, so that the bias
+    alone is a causal mask as well, and no query is ever left without a key.
+
+    Alignment: bottom-right. The last query is aligned with the last key, as when
+    a decoder with a KV cache computes the L newest positions against all S cached
+    ones: query i stands at position ``S - L + i``. With L = S it is the usual
+    square matrix. (:func:`qkv.causal_mask` aligns top-left, as PyTorch does;
+    the two agree when L = S.)
+
+    Args:
+        num_heads: H.
+        query_len: L, at most ``key_len``.
+        key_len: S.
+
+    Returns:
+        Float tensor of shape (H, L, S) to add to scores of shape (..., H, L, S):
+        0 on the diagonal, ``-m_h * distance`` below it, ``-inf`` above it.
+    """
+    _check_int("num_heads", num_heads, 1)
+    _check_int("query_len", query_len, 0)
+    _check_int("key_len", key_len, 0)
+    if query_len > key_len:
+        raise ValueError(
+            f"query_len={query_len} must be at most key_len={key_len}: the last "
+            "query is aligned with the last key"
+        )
+    query_positions = torch.arange(key_len - query_len, key_len)  # (L,)
+    distance = query_positions[:, None] - torch.arange(key_len)[None, :]  # (L, S)
+    bias = -alibi_slopes(num_heads)[:, None, None] * distance  # (H, L, S)
+    return bias.masked_fill(distance < 0, float("-inf"))
+
+
+def sinusoidal_similarity(
+    offsets: Tensor | list | range,
+    dim: int,
+    position: int | None = None,
+    base: float = 10_000.0,
+) -> Tensor:
+    """Dot product of the sinusoidal codes of positions p and p + k, for each k.
+
+    Explained in the chapter *positions*. It equals ``sum_i cos(k * theta_i)``:
+    it depends on the offset k only (not on p), and it is the same for +k and -k.
+    Compared with each other, two codes say how far apart two positions are, not
+    which comes first.
+
+    Args:
+        offsets: the offsets k, shape (K,), integers.
+        dim: D, the size of the codes (even).
+        position: p; default the smallest p with ``p + k >= 0`` for every k.
+        base: as in :func:`qkv.transformer.sinusoidal_positions`.
+
+    Returns:
+        Tensor of shape (K,): ``PE[p] . PE[p + k]``.
+    """
+    offsets = _as_positions("offsets", offsets)
+    if offsets.dim() != 1 or offsets.is_floating_point():
+        raise ValueError(
+            f"offsets must be a 1-D tensor of integers, got shape "
+            f"{tuple(offsets.shape)} and dtype {offsets.dtype}"
+        )
+    lowest = int(offsets.min()) if len(offsets) else 0
+    position = max(0, -lowest) if position is None else position
+    _check_int("position", position, 0)
+    if position + lowest < 0:
+        raise ValueError(
+            f"position + offset must be >= 0, got position={position} and the "
+            f"offset {lowest}"
+        )
+    highest = int(offsets.max()) if len(offsets) else 0
+    codes = sinusoidal_positions(position + max(highest, 0) + 1, dim, base)  # (P, D)
+    return codes[position + offsets] @ codes[position]  # (K,)
+
+
+def rope_scores(
+    query: Tensor,
+    key: Tensor,
+    offsets: Tensor | list | range,
+    position: float = 0,
+    base: float = 10_000.0,
+) -> Tensor:
+    """Score of a rotated query at position p with a rotated key at p + k.
+
+    Explained in the chapter *positions*: ``rope(q, p) . rope(k, p + k)``, a
+    function of the offset k only. Unlike :func:`sinusoidal_similarity` it is not
+    symmetric in k unless ``query`` and ``key`` point the same way in every
+    pair: a query can look three places back and not three places ahead.
+
+    Args:
+        query: shape (E,), E even.
+        key: shape (E,).
+        offsets: the offsets k, shape (K,).
+        position: p.
+        base: as in :func:`rope`.
+
+    Returns:
+        Tensor of shape (K,).
+    """
+    for name, vector in (("query", query), ("key", key)):
+        if not isinstance(vector, Tensor) or vector.dim() != 1:
+            got = tuple(vector.shape) if isinstance(vector, Tensor) else type(vector)
+            raise ValueError(f"{name} must be a 1-D tensor (E,), got {got}")
+    if query.shape != key.shape:
+        raise ValueError(
+            f"query and key must have the same shape, got {tuple(query.shape)} "
+            f"and {tuple(key.shape)}"
+        )
+    offsets = _as_positions("offsets", offsets)
+    if offsets.dim() != 1:
+        raise ValueError(f"offsets must be 1-D, got shape {tuple(offsets.shape)}")
+    rotated_query = rope(query[None, :], [position], base)  # (1, E)
+    key_positions = position + offsets.to(torch.float64)  # (K,)
+    rotated_keys = rope(key.expand(len(offsets), -1), key_positions, base)  # (K, E)
+    return rotated_keys @ rotated_query[0]  # (K,)
+
+
+def fit_rope_offset(
+    target: int = -3,
+    dim: int = 8,
+    max_offset: int = 8,
+    steps: int = 200,
+    seed: int = 0,
+    base: float = 10_000.0,
+) -> tuple[Tensor, Tensor]:
+    """Learn a query and a key whose RoPE score picks out one offset.
+
+    Explained in the chapter *positions*. A softmax over the keys at offsets
+    ``-max_offset .. max_offset`` (scores from :func:`rope_scores`) is trained by
+    gradient descent to put its weight on ``target``; with ``target = -3`` the
+    query learns to look three places back, which a symmetric score such as
+    :func:`sinusoidal_similarity` cannot do.
+
+    Args:
+        target: the offset to pick out, in ``[-max_offset, max_offset]``.
+        dim: E, the size of the query and key (even).
+        max_offset: the offsets compared.
+        steps: optimisation steps (Adam, learning rate 0.1).
+        seed: seeds the initial query and key.
+        base: as in :func:`rope`.
+
+    Returns:
+        ``(query, key)``, each of shape (E,), detached.
+    """
+    _check_int("max_offset", max_offset, 1)
+    _check_int("steps", steps, 1)
+    _check_int("dim", dim, 2)
+    if isinstance(target, bool) or not isinstance(target, int):
+        raise ValueError(f"target must be an int, got {target!r}")
+    if abs(target) > max_offset:
+        raise ValueError(f"target={target} must be within max_offset={max_offset}")
+    generator = torch.Generator().manual_seed(seed)
+    query = torch.randn(dim, generator=generator).requires_grad_()
+    key = torch.randn(dim, generator=generator).requires_grad_()
+    offsets = torch.arange(-max_offset, max_offset + 1)  # (K,)
+    label = torch.tensor([target + max_offset])
+    optimizer = torch.optim.Adam([query, key], lr=0.1)
+    with torch.enable_grad():
+        for _ in range(steps):
+            scores = rope_scores(query, key, offsets, base=base)  # (K,)
+            loss = nn.functional.cross_entropy(scores[None, :], label)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    return query.detach(), key.detach()
+
+
+class PositionalAttention(MultiHeadAttention):
+    """Multi-head attention that adds RoPE or ALiBi inside, between the
+    projections and the scores.
+
+    Explained in the chapter *positions*. With ``encoding`` "rope", queries and
+    keys are rotated by :func:`rope` after W_q and W_k (the values are not); with
+    "alibi", :func:`alibi_bias` is added to the scores. Any other encoding works
+    outside attention (codes added to the inputs, or nothing), and the module is
+    exactly :class:`qkv.MultiHeadAttention`. It drops into
+    :class:`qkv.transformer.TransformerBlock` in place of its attention.
+
+    Args:
+        embed_dim: D.
+        num_heads: H; with RoPE, E = D / H must be even.
+        encoding: one of :data:`ENCODINGS`.
+        bias: whether the four projections have a bias.
+    """
+
+    def __init__(
+        self, embed_dim: int, num_heads: int, encoding: str, bias: bool = True
+    ) -> None:
+        super().__init__(embed_dim, num_heads, bias=bias)
+        if encoding not in ENCODINGS:
+            raise ValueError(f"encoding must be one of {ENCODINGS}, got {encoding!r}")
+        if encoding == "rope" and self.head_dim % 2:
+            raise ValueError(
+                f"RoPE needs an even head dimension, got embed_dim={embed_dim} / "
+                f"num_heads={num_heads} = {self.head_dim}"
+            )
+        self.encoding = encoding
+
+    def forward(
+        self,
+        query: Tensor,
+        key: Tensor | None = None,
+        value: Tensor | None = None,
+        attn_mask: Tensor | None = None,
+        is_causal: bool = False,
+        need_weights: bool = True,
+    ) -> tuple[Tensor, Tensor | None]:
+        """Self-attention over ``query`` of shape (..., T, D).
+
+        Same arguments and returns as :meth:`qkv.MultiHeadAttention.forward`. With
+        RoPE or ALiBi it is self-attention only (positions 0..T-1 for queries and
+        keys), and ALiBi needs ``is_causal=True`` and no ``attn_mask``.
+        """
+        if self.encoding not in ("rope", "alibi"):
+            return super().forward(
+                query, key, value, attn_mask, is_causal, need_weights
+            )
+        if key is not None or value is not None:
+            raise ValueError(f"{self.encoding} attention here is self-attention only")
+        if self.encoding == "alibi" and (attn_mask is not None or not is_causal):
+            raise ValueError(
+                "ALiBi is causal: call with is_causal=True and no attn_mask, got "
+                f"is_causal={is_causal} and attn_mask "
+                f"{None if attn_mask is None else tuple(attn_mask.shape)}"
+            )
+        x = query
+        heads, length = self.num_heads, x.shape[-2]
+        q = split_heads(self.W_q(x), heads)  # (..., H, T, E)
+        k = split_heads(self.W_k(x), heads)  # (..., H, T, E)
+        v = split_heads(self.W_v(x), heads)  # (..., H, T, E)
+        if self.encoding == "rope":
+            positions = torch.arange(length, device=x.device)  # (T,)
+            q, k = rope(q, positions), rope(k, positions)  # rotated, same shapes
+            context, weights = scaled_dot_product_attention(
+                q, k, v, attn_mask=attn_mask, is_causal=is_causal
+            )  # (..., H, T, E), (..., H, T, T)
+        else:
+            # scaled_dot_product_attention takes boolean masks only: add the
+            # bias here. Its -inf above the diagonal is the causal mask.
+            bias = alibi_bias(heads, length, length).to(x.device, x.dtype)
+            scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim) + bias
+            weights = torch.softmax(scores, dim=-1)  # (..., H, T, T)
+            context = weights @ v  # (..., H, T, E)
+        output = self.W_o(concat_heads(context))  # (..., T, D)
+        return output, (weights if need_weights else None)
+
+
+class PositionModel(nn.Module):
+    """A token classifier made of causal Transformer blocks and one position
+    encoding: the model :func:`extrapolation` trains.
+
+    Explained in the chapter *positions*. Tokens are embedded; "learned" adds a
+    row of ``nn.Embedding(max_len, D)``, "sinusoidal" adds
+    :func:`qkv.transformer.sinusoidal_positions`; then come ``num_layers`` blocks
+    of :class:`qkv.transformer.TransformerBlock` whose attention is a
+    :class:`PositionalAttention` (where "rope" and "alibi" act), all causal, and a
+    linear classifier at every position.
+
+    Args:
+        vocab_size: V, the number of token ids.
+        num_classes: C, the classes predicted at each position.
+        encoding: one of :data:`ENCODINGS`.
+        embed_dim: D.
+        num_heads: H.
+        num_layers: the number of blocks.
+        max_len: rows of the learned table ("learned" only): the longest input.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        num_classes: int,
+        encoding: str,
+        embed_dim: int = 32,
+        num_heads: int = 4,
+        num_layers: int = 1,
+        max_len: int = 64,
+    ) -> None:
+        super().__init__()
+        for name, value in (
+            ("vocab_size", vocab_size),
+            ("num_classes", num_classes),
+            ("num_layers", num_layers),
+            ("max_len", max_len),
+        ):
+            _check_int(name, value, 1)
+        self.encoding = encoding
+        self.token_embedding = nn.Embedding(vocab_size, embed_dim)
+        self.position_embedding = (
+            nn.Embedding(max_len, embed_dim) if encoding == "learned" else None
+        )
+        self.blocks = nn.ModuleList()
+        for _ in range(num_layers):
+            block = TransformerBlock(embed_dim, num_heads, 4 * embed_dim)
+            block.attention = PositionalAttention(embed_dim, num_heads, encoding)
+            self.blocks.append(block)
+        self.classifier = nn.Linear(embed_dim, num_classes)
+
+    def forward(self, tokens: Tensor) -> Tensor:
+        """tokens: (B, T) integer ids -> logits (B, T, C)."""
+        length = tokens.shape[-1]
+        x = self.token_embedding(tokens)  # (B, T, D)
+        if self.position_embedding is not None:
+            rows = self.position_embedding.num_embeddings
+            if length > rows:
+                raise ValueError(
+                    f"tokens of length {length} are longer than the learned table "
+                    f"(max_len={rows}): got tokens {tuple(tokens.shape)}"
+                )
+            x = x + self.position_embedding(torch.arange(length, device=x.device))
+        elif self.encoding == "sinusoidal":
+            x = x + sinusoidal_positions(length, x.shape[-1]).to(x.device)
+        for block in self.blocks:
+            x = block(x, is_causal=True)  # (B, T, D)
+        return self.classifier(x)  # (B, T, C)
+
+
+# --- The extrapolation experiment -------------------------------------------------
+
+#: Tokens of the "latest" task: letters 0..7, fillers 8..15.
+N_LETTERS = 8
+N_FILLERS = 8
+#: Probability that a token of the "latest" task is a letter.
+LETTER_RATE = 0.3
+#: How far back the "copy" task looks.
+COPY_OFFSET = 3
+#: Target of a position that is not scored.
+IGNORE = -100
+
+#: The tasks :func:`make_batch` draws: what the target at position i is.
+TASKS = {
+    "latest": "the latest letter among tokens 0..i (a class of its own if none yet)",
+    "copy": f"the token {COPY_OFFSET} places back (positions < {COPY_OFFSET} unscored)",
+}
+
+
+def make_batch(
+    task: str, batch_size: int, length: int, generator: torch.Generator
+) -> tuple[Tensor, Tensor]:
+    """Random sequences of a task and their targets.
+
+    Explained in the chapter *positions*. "latest": each token is one of
+    ``N_LETTERS`` letters (with probability ``LETTER_RATE``) or one of
+    ``N_FILLERS`` fillers; the target at position i is the most recent letter so
+    far, or the class ``N_LETTERS`` if no letter came yet. What matters is which
+    letter is *nearest* behind, wherever it stands. "copy": uniform tokens; the
+    target at position i is the token at i - 3.
+
+    Args:
+        task: a key of :data:`TASKS`.
+        batch_size: B.
+        length: T.
+        generator: the source of randomness.
+
+    Returns:
+        ``(tokens, targets)``, both (B, T) integers; unscored targets are
+        ``IGNORE``.
+    """
+    if task not in TASKS:
+        raise ValueError(f"task must be one of {tuple(TASKS)}, got {task!r}")
+    _check_int("batch_size", batch_size, 1)
+    _check_int("length", length, 1)
+    vocab = N_LETTERS + N_FILLERS
+    shape = (batch_size, length)
+    if task == "copy":
+        tokens = torch.randint(vocab, shape, generator=generator)  # (B, T)
+        targets = torch.full(shape, IGNORE)
+        targets[:, COPY_OFFSET:] = tokens[:, :-COPY_OFFSET]
+        return tokens, targets
+    is_letter = torch.rand(shape, generator=generator) < LETTER_RATE  # (B, T)
+    letters = torch.randint(N_LETTERS, shape, generator=generator)
+    fillers = torch.randint(N_LETTERS, vocab, shape, generator=generator)
+    tokens = torch.where(is_letter, letters, fillers)  # (B, T)
+    # Index of the latest letter at or before each position (-1: none yet).
+    index = torch.where(is_letter, torch.arange(length), -1).cummax(dim=-1).values
+    latest = tokens.gather(-1, index.clamp(min=0))  # (B, T)
+    targets = torch.where(index >= 0, latest, N_LETTERS)
+    return tokens, targets
+
+
+def _num_classes(task: str) -> int:
+    return N_LETTERS + 1 if task == "latest" else N_LETTERS + N_FILLERS
+
+
+@dataclass
+class EncodingResult:
+    """One row of the extrapolation table.
+
+    Attributes:
+        encoding: one of :data:`ENCODINGS`.
+        train_accuracy: held-out accuracy on sequences of the training length T.
+        long_accuracy: held-out accuracy on sequences of length 2 T, all positions.
+        unseen_accuracy: the same, on positions T..2T-1 only (never seen in
+            training).
+        history: training loss at each step.
+        seconds: wall time of training and testing.
+        cpu_seconds: CPU time of training and testing (``time.process_time``).
+        model: the trained model.
+    """
+
+    encoding: str
+    train_accuracy: float
+    long_accuracy: float
+    unseen_accuracy: float
+    history: list[float] = field(repr=False)
+    seconds: float
+    cpu_seconds: float
+    model: PositionModel = field(repr=False)
+
+
+@dataclass
+class ExtrapolationResult:
+    """What :func:`extrapolation` returns.
+
+    Attributes:
+        task: the task (a key of :data:`TASKS`).
+        train_len: T, the length of every training sequence.
+        test_len: 2 T.
+        results: one :class:`EncodingResult` per encoding, in table order.
+        seconds: total wall time.
+        cpu_seconds: total CPU time.
+    """
+
+    task: str
+    train_len: int
+    test_len: int
+    results: dict[str, EncodingResult]
+    seconds: float
+    cpu_seconds: float
+
+    def rows(self) -> list[dict[str, float | str]]:
+        """The table as one dict per encoding (e.g. for ``pandas.DataFrame``)."""
+        return [
+            {
+                "encoding": r.encoding,
+                f"accuracy at {self.train_len}": r.train_accuracy,
+                f"accuracy at {self.test_len}": r.long_accuracy,
+                f"positions {self.train_len}-{self.test_len - 1}": r.unseen_accuracy,
+                "seconds": r.seconds,
+            }
+            for r in self.results.values()
+        ]
+
+
+def _accuracy(logits: Tensor, targets: Tensor, keep: Tensor) -> float:
+    keep = keep & (targets != IGNORE)
+    return float((logits.argmax(dim=-1) == targets)[keep].float().mean())
+
+
+def extrapolation(
+    seed: int = 0,
+    task: str = "latest",
+    encodings: tuple[str, ...] = ENCODINGS,
+    train_len: int = 16,
+    steps: int = 120,
+    batch_size: int = 64,
+    lr: float = 5e-3,
+    embed_dim: int = 32,
+    num_heads: int = 4,
+    n_test: int = 500,
+) -> ExtrapolationResult:
+    """Train one model per position encoding on length T, test it on length 2 T.
+
+    Explained in the chapter *positions*. Every model is a :class:`PositionModel`
+    (one causal block) trained with Adam on the same batches of ``task``, every
+    sequence exactly ``train_len`` long, then tested on held-out sequences of
+    ``train_len`` and ``2 * train_len`` tokens. The learned table has
+    ``2 * train_len`` rows, so the long test runs, but rows T..2T-1 never receive
+    a gradient: Adam without weight decay leaves them at their random initial
+    values, which is what a learned code "knows" about a position it never saw.
+
+    Everything is deterministic for a seed: the weights of every model come from
+    ``torch.manual_seed(seed)``, the batches (the same for every encoding) from a
+    generator seeded with ``seed``, the test sequences from one seeded with
+    ``seed + 10_000``.
+
+    Args:
+        seed: seeds data and weights.
+        task: a key of :data:`TASKS`.
+        encodings: which rows to compute, a subset of :data:`ENCODINGS`.
+        train_len: T.
+        steps: optimisation steps, each on a new batch.
+        batch_size: sequences per step.
+        lr: learning rate of Adam.
+        embed_dim, num_heads: the size of each model.
+        n_test: held-out sequences per length.
+
+    Returns:
+        An :class:`ExtrapolationResult`.
+    """
+    if task not in TASKS:
+        raise ValueError(f"task must be one of {tuple(TASKS)}, got {task!r}")
+    unknown = [e for e in encodings if e not in ENCODINGS]
+    if unknown or not encodings:
+        raise ValueError(f"encodings must be among {ENCODINGS}, got {encodings!r}")
+    for name, value in (
+        ("train_len", train_len),
+        ("steps", steps),
+        ("batch_size", batch_size),
+        ("n_test", n_test),
+    ):
+        _check_int(name, value, 1)
+    test_len = 2 * train_len
+    tests = {}
+    test_generator = torch.Generator().manual_seed(seed + 10_000)
+    for length in (train_len, test_len):
+        tests[length] = make_batch(task, n_test, length, test_generator)
+    unseen = torch.arange(test_len) >= train_len  # (2T,)
+    results = {}
+    start, cpu_start = time.perf_counter(), time.process_time()
+    for encoding in encodings:
+        begin, cpu_begin = time.perf_counter(), time.process_time()
+        torch.manual_seed(seed)
+        model = PositionModel(
+            N_LETTERS + N_FILLERS,
+            _num_classes(task),
+            encoding,
+            embed_dim=embed_dim,
+            num_heads=num_heads,
+            max_len=test_len,
+        )
+        optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+        generator = torch.Generator().manual_seed(seed)
+        history = []
+        with torch.enable_grad():
+            for _ in range(steps):
+                tokens, targets = make_batch(task, batch_size, train_len, generator)
+                logits = model(tokens)  # (B, T, C)
+                loss = nn.functional.cross_entropy(
+                    logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE
+                )
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                history.append(float(loss.detach()))
+        model.eval()
+        with torch.no_grad():
+            short = model(tests[train_len][0])  # (N, T, C)
+            long = model(tests[test_len][0])  # (N, 2T, C)
+        everywhere = torch.ones_like(unseen)
+        short_targets, long_targets = tests[train_len][1], tests[test_len][1]
+        results[encoding] = EncodingResult(
+            encoding=encoding,
+            train_accuracy=_accuracy(short, short_targets, everywhere[:train_len]),
+            long_accuracy=_accuracy(long, long_targets, everywhere),
+            unseen_accuracy=_accuracy(long, long_targets, unseen),
+            history=history,
+            seconds=time.perf_counter() - begin,
+            cpu_seconds=time.process_time() - cpu_begin,
+            model=model,
+        )
+    return ExtrapolationResult(
+        task=task,
+        train_len=train_len,
+        test_len=test_len,
+        results=results,
+        seconds=time.perf_counter() - start,
+        cpu_seconds=time.process_time() - cpu_start,
+    )
