@@ -15,7 +15,7 @@ from babel.messages.pofile import write_po
 from bookbuild import translations
 from bookbuild.i18n import has_words, page_href, sort_key
 from bookbuild.i18n_footnotes import with_definitions
-from bookbuild.i18n_glue import fill, is_prose, template, translate_glued
+from bookbuild.i18n_glue import GLUED_SUFFIX, fill, is_prose, template, translate_glued
 from bookbuild.i18n_numbers import localise_number, localise_value
 from bookbuild.messages import FRENCH, NBSP, NNBSP, gettext
 from bookbuild.translations import markup_problems, translate_markdown
@@ -175,6 +175,33 @@ def test_check_applies_the_markup_check_to_every_translated_message(tmp_path):
     found = translations.problems(tmp_path)
     assert any("a: lost {0}" in p for p in found), found
     assert any("b: lost $x$" in p for p in found), found  # b is not listed
+
+
+def test_a_glued_phrase_no_catalogue_has_seen_is_a_notice(tmp_path):
+    """A measurement that takes another branch on another machine glues a phrase
+    the translators have not seen: noted (shown in English), not a failure; a
+    glued phrase that is in the catalogue but untranslated still fails."""
+    _book(tmp_path, "[a]")
+    pot = tmp_path / "_build" / "gettext"
+    _catalogue(
+        pot / "a.pot",
+        {"One.": ("", False), "Two {0}.": ("", False), "New {0} branch.": ("", False)},
+    )
+    (pot / f"a{GLUED_SUFFIX}").write_text('["New {0} branch."]', encoding="utf-8")
+    notices: list[str] = []
+    assert translations.problems(tmp_path, notices) == []
+    assert len(notices) == 1 and "New {0} branch." in notices[0], notices
+    po = tmp_path / "locales" / "fr" / "LC_MESSAGES" / "a.po"
+    _catalogue(
+        po,
+        {
+            "One.": ("Un.", False),
+            "Two {0}.": ("Deux {0}.", False),
+            "New {0} branch.": ("", False),
+        },
+    )
+    found = translations.problems(tmp_path)
+    assert any("a: untranslated" in p and "New" in p for p in found), found
 
 
 def test_counts_per_page(tmp_path):

@@ -38,6 +38,8 @@ from sphinx.application import Sphinx
 from sphinx.config import Config
 
 KEY = "bookbuild_nb_renderer"
+#: Beside each page's ``.pot``: the messages that are glued phrases.
+GLUED_SUFFIX = ".glued.json"
 
 # -- glued prose as messages ---------------------------------------------------------
 
@@ -134,16 +136,24 @@ def _extract_glued_prose(app: Sphinx, doctree: nodes.document, docname: str):
     if not keys or not glue_file.is_file():
         return
     glue = json.loads(glue_file.read_text(encoding="utf-8"))
+    glued = []
     for key in keys:
         text = glue.get(key, {}).get("data", {}).get("text/markdown")
         if not isinstance(text, str) or not is_prose(text):
             continue
         message = template(text)[0]
+        glued.append(message)
         paragraph = nodes.paragraph(message, message)
         paragraph.source = str(path)
         paragraph.line = source[: source.index(f"`{key}")].count("\n") + 1
         paragraph.uid = ""  # the gettext builder skips nodes without one
         doctree += paragraph
+    # Which messages are glued phrases: a measurement may take another branch on
+    # another machine, and the check then only notes the new phrase (it falls
+    # back to English) instead of failing the build of a lecturer.
+    listing = Path(app.outdir) / f"{docname}{GLUED_SUFFIX}"
+    listing.parent.mkdir(parents=True, exist_ok=True)
+    listing.write_text(json.dumps(glued, ensure_ascii=False), encoding="utf-8")
 
 
 class _With:
