@@ -3,7 +3,8 @@
 #   make test   every check: ruff, then pytest (package, book, browser)
 # and:  make serve (the built site on http://127.0.0.1:8000), make clean,
 #       make pdf (a PDF handout per chapter), make bench (build timings),
-#       make bench-toy (the trained toy model),
+#       make bench-toy (the trained toy model), make same-site (two clean
+#       builds compared file by file),
 #       make translations (refresh the catalogues of locales/, print their state).
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
@@ -36,18 +37,23 @@ TORCH_FROM ?= $(strip \
 # Kernels inherit the environment: a headless MPLBACKEND would hide every figure.
 unexport MPLBACKEND
 
-.PHONY: book test serve clean bench bench-toy bench-attention bench-models pdf lock addresses notebooks-branch translations
+.PHONY: book test serve clean bench bench-toy bench-attention bench-models pdf lock addresses notebooks-branch same-site translations
 
 # Every package at the version of requirements.lock (uv installs them in
 # seconds), torch as above, and the book's two packages (qkv, bookbuild) editable.
+# Quiet: one line per step; errors still show. pip's -qq also hides the warnings
+# it prints about its machine-wide configuration (such as an extra index folder
+# that does not exist), which a user cannot act on here.
 $(INSTALLED): requirements.lock pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check \
+	@echo "install: $(VENV) with $(TORCH) and the packages of requirements.lock"
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install -qq --disable-pip-version-check \
 		"uv==$$(sed -n 's/^uv==//p' requirements.lock)"
-	$(UV_INSTALL) "$(TORCH)" $(TORCH_FROM)
-	$(UV_INSTALL) -r requirements.lock
-	$(UV_INSTALL) -e .
-	touch $@
+	@$(UV_INSTALL) "$(TORCH)" $(TORCH_FROM)
+	@$(UV_INSTALL) -r requirements.lock
+	@$(UV_INSTALL) -e .
+	@touch $@
+	@echo "install: done"
 
 # Re-resolve requirements.txt into requirements.lock (after editing it).
 lock: $(INSTALLED)
@@ -75,10 +81,10 @@ book: $(if $(filter student,$(EDITION)),$(STUDENT_BUILT),$(BUILT))
 
 $(STUDENT_BUILT): $(INSTALLED) $(BOOK_INPUTS)
 	@mkdir -p $(@D) && touch $@.start
-	$(BIN)/python -P -m bookbuild.prefill
-	QKV_EDITION=student $(BIN)/jupyter-book build . -W -n --keep-going \
+	@$(BIN)/python -P -m bookbuild.prefill
+	@QKV_EDITION=student $(BIN)/jupyter-book build . -W -n --keep-going \
 		--path-output _build/student
-	QKV_EDITION=student $(BIN)/python -m bookbuild.translations build \
+	@QKV_EDITION=student $(BIN)/python -m bookbuild.translations build \
 		--path-output _build/student
 	@echo "student edition: _build/student/_build/html/index.html"
 	@mv $@.start $@
@@ -90,9 +96,9 @@ $(STUDENT_BUILT): $(INSTALLED) $(BOOK_INPUTS)
 # or right after it, is newer than the stamp and triggers the next build.
 $(BUILT): $(INSTALLED) $(BOOK_INPUTS)
 	@mkdir -p $(@D) && touch $@.start
-	$(BIN)/python -P -m bookbuild.prefill
-	$(BIN)/jupyter-book build . -W -n --keep-going
-	$(BIN)/python -m bookbuild.translations build
+	@$(BIN)/python -P -m bookbuild.prefill
+	@$(BIN)/jupyter-book build . -W -n --keep-going
+	@$(BIN)/python -m bookbuild.translations build
 	@mv $@.start $@
 
 # For translators: the messages of every page extracted again, merged into
@@ -126,6 +132,11 @@ bench-toy: $(INSTALLED)
 # The models of "Attention on images" and "Cross-attention" against their targets.
 bench-models: $(INSTALLED)
 	$(BIN)/python -m bookbuild.bench_models
+
+# Two clean builds in _build/same-site/{a,b}, compared file by file: only the
+# pages that show build-time timings may differ (minutes: two cold builds).
+same-site: $(INSTALLED)
+	$(BIN)/python -m bookbuild.same_site
 
 # qkv.MultiHeadAttention's fast path against PyTorch's modules (one thread).
 bench-attention: $(INSTALLED)

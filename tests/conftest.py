@@ -1,8 +1,10 @@
-"""Shared fixtures: the book, built once per test session (incrementally, cached)."""
+"""Shared fixtures: the book, built once per test session (incrementally, cached);
+and the same random state at the start of every test."""
 
 from __future__ import annotations
 
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +14,19 @@ import pytest
 from bookbuild.testing import BuildResult, build_book
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Seed Python's, NumPy's and torch's generators before every test: a test
+    that draws without seeding (a module's initial weights, say) draws the same
+    numbers in every run and whatever ran before it. A hook, not an autouse
+    fixture, so that Hypothesis's tests keep their own randomness."""
+    import numpy as np
+    import torch
+
+    random.seed(0)
+    np.random.seed(0)
+    torch.manual_seed(0)
 
 
 @pytest.fixture(scope="session")

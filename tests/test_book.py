@@ -113,6 +113,41 @@ def test_site_loads_nothing_from_outside(built_book):
         assert not imports, f"{sheet.relative_to(HTML)} imports {imports}"
 
 
+def machine_paths() -> set[str]:
+    """Folders of this machine that a page must never show: the book's folder,
+    the environment's, the home folder and the temporary folder."""
+    import site
+    import sysconfig
+    import tempfile
+
+    folders = {
+        ROOT,
+        Path(sysconfig.get_paths()["purelib"]),
+        Path(tempfile.gettempdir()),
+    }
+    folders |= {Path(p) for p in site.getsitepackages()} | {Path.home()}
+    return {str(folder.resolve()) for folder in folders if len(folder.parts) > 1}
+
+
+def test_no_machine_path_in_the_site(built_book):
+    """No page, notebook, source or index of the site gives a path of the
+    machine that built it (a traceback's file names, a library's warning)."""
+    assert built_book.returncode == 0
+    paths = machine_paths()
+    assert str(ROOT.resolve()) in paths
+    leaks, checked = [], 0
+    for file in HTML.rglob("*"):
+        if not file.is_file() or file.suffix not in {".html", ".ipynb", ".js", ".txt"}:
+            continue
+        if "_static" in file.parts and file.suffix == ".js":
+            continue  # the theme's and MathJax's scripts
+        text = file.read_text(encoding="utf-8", errors="replace")
+        checked += 1
+        leaks += [f"{file.relative_to(HTML)}: {p}" for p in paths if p in text]
+    assert checked > 20, checked
+    assert not leaks, "\n".join(leaks)
+
+
 ICON = re.compile(r'<link rel="(?:shortcut )?icon" href="([^"]+)"')
 
 

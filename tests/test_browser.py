@@ -241,6 +241,107 @@ def test_language_menu_goes_to_the_same_section(site, browser, over):
         context.close()
 
 
+def open_everything(page) -> None:
+    """Unfold every solution, folded code and details box, as a reader may."""
+    page.evaluate(
+        """() => {
+            document.querySelectorAll('details').forEach(d => { d.open = true; });
+            document.querySelectorAll('button.toggle-button[aria-expanded="false"]')
+                .forEach(b => b.click());
+        }"""
+    )
+    page.wait_for_timeout(300)  # the toggles' transitions
+
+
+def use_theme(page, theme: str) -> None:
+    """Switch the loaded page to the theme's light or dark mode, as the theme's
+    own switch does (the attributes its CSS depends on)."""
+    page.evaluate(
+        "(theme) => { const root = document.documentElement;"
+        " root.dataset.theme = theme; root.dataset.mode = theme; }",
+        theme,
+    )
+    assert page.evaluate("document.documentElement.dataset.theme") == theme
+    # Colours change through CSS transitions: measure them once they are done.
+    page.wait_for_function(
+        "() => document.getAnimations().filter(a => a instanceof CSSTransition)"
+        ".every(a => a.playState !== 'running')"
+    )
+
+
+SERIOUS = {"serious", "critical"}
+
+
+def serious_violations(results: dict, where: str) -> list[str]:
+    return [
+        f"{where}: {violation['id']} ({violation['impact']}): {violation['help']}; "
+        f"at {[', '.join(node['target']) for node in violation['nodes']][:3]}"
+        for violation in results["violations"]
+        if violation["impact"] in SERIOUS
+    ]
+
+
+def test_no_serious_accessibility_violation_on_any_page(site, browser):
+    """axe-core (bundled with axe-playwright-python: offline) on every page with
+    every folded box opened: every rule in the light theme, and the colour
+    contrast again in the dark theme (the only rule the theme changes; math is
+    left out there: MathJax draws it in the colour of the text around it)."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    axe = Axe()
+    contrast_only = {
+        "resultTypes": ["violations"],
+        "runOnly": {"type": "rule", "values": ["color-contrast"]},
+    }
+    problems, checked = [], 0
+    for url in page_urls(site):
+        context, page, _, _ = visit(browser, url)
+        try:
+            open_everything(page)
+            use_theme(page, "light")
+            problems += serious_violations(axe.run(page).response, f"light {url}")
+            use_theme(page, "dark")
+            results = axe.run(page, {"exclude": [["mjx-container"]]}, contrast_only)
+            results = results.response
+            problems += serious_violations(results, f"dark {url}")
+            checked += 1
+        finally:
+            context.close()
+    assert checked == len(page_urls(site))
+    assert not problems, "\n".join(problems)
+
+
+# Every display equation: the width of its typeset math, of the box MathJax lays
+# it out in (the column, less the equation's number), and how that box overflows.
+EQUATIONS = """() => [...document.querySelectorAll('mjx-container[display="true"]')]
+    .map((box, index) => {
+        const math = box.querySelector('mjx-math').getBoundingClientRect();
+        const rect = box.getBoundingClientRect();
+        const column = (box.closest('.bd-article') || document.body)
+            .getBoundingClientRect();
+        const block = box.closest('div.math');
+        return {
+            name: (block && block.id) || `equation ${index + 1}`,
+            math: math.width, box: box.clientWidth, scroll: box.scrollWidth,
+            overflow: getComputedStyle(box).overflowX,
+            left: rect.left, right: rect.right,
+            columnLeft: column.left, columnRight: column.right,
+            viewport: document.documentElement.clientWidth,
+        };
+    })"""
+
+
+def equations_of(browser, url: str, width: int, height: int) -> list[dict]:
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    try:
+        page.goto(url, wait_until="load")
+        wait_for_math(page)
+        return page.evaluate(EQUATIONS)
+    finally:
+        context.close()
+
+
 def test_french_search_finds_french_words(site, browser):
     context, page, _, errors = visit(browser, f"{site}/fr/search.html?q=requêtes")
     try:
@@ -250,3 +351,40 @@ def test_french_search_finds_french_words(site, browser):
         assert not errors, errors
     finally:
         context.close()
+
+
+def test_display_equations_fit_the_column_on_a_laptop(site, browser):
+    """At 1280 pixels, no display equation is wider than the space it is given."""
+    too_wide, measured = [], 0
+    for page_name in pages(ROOT):
+        for eq in equations_of(browser, f"{site}/{page_name}.html", 1280, 900):
+            measured += 1
+            wide = eq["math"] > eq["box"] + 1 or eq["right"] > eq["columnRight"] + 1
+            if not wide:
+                continue
+            too_wide.append(
+                f"{page_name} {eq['name']}: {eq['math']:.0f} px of math in a box of "
+                f"{eq['box']} px: break it over lines (aligned)"
+            )
+    assert measured > 30, measured
+    assert not too_wide, "\n".join(too_wide)
+
+
+def test_display_equations_scroll_but_are_never_cut_off_on_a_phone(site, browser):
+    """At 390 pixels an equation may be wider than the screen: it then scrolls in
+    its own box, which stays within the column; no part is out of reach."""
+    cut_off, scrolling = [], 0
+    for page_name in pages(ROOT):
+        for eq in equations_of(browser, f"{site}/{page_name}.html", 390, 844):
+            where = f"{page_name} {eq['name']}"
+            if eq["left"] < eq["columnLeft"] - 1 or eq["right"] > eq["columnRight"] + 1:
+                cut_off.append(f"{where}: its box leaves the column")
+            if eq["math"] <= eq["box"] + 1:
+                continue  # fits
+            scrolling += 1
+            if eq["overflow"] not in ("auto", "scroll"):
+                cut_off.append(f"{where}: wider than its box, which does not scroll")
+            elif eq["scroll"] + 1 < eq["math"]:
+                cut_off.append(f"{where}: scrolls {eq['scroll']} of {eq['math']} px")
+    assert scrolling > 0, "no equation is wider than a phone: the check checked nothing"
+    assert not cut_off, "\n".join(cut_off)

@@ -10,10 +10,15 @@ UTC time and the git commit of the book (``unknown`` outside a git checkout).
 Every page's footer also gives the book's version, the commit, the build date and
 the torch version. The footer leaves out the ``+changes`` mark and the time of
 day: editing a page must not rewrite every page of the site.
+
+The build time is the current time, or the one ``SOURCE_DATE_EPOCH`` gives (the
+reproducible-builds convention: seconds since 1970), so that two builds of the
+same commit can be compared file by file (``python -m bookbuild.same_site``).
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
@@ -40,12 +45,20 @@ def commit(root: Path, mark_changes: bool = True) -> str:
     return f"{sha}+changes" if dirty else sha
 
 
+def build_time() -> datetime:
+    """Now, or ``SOURCE_DATE_EPOCH`` when set, in UTC."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if epoch.isdigit():
+        return datetime.fromtimestamp(int(epoch), UTC)
+    return datetime.now(UTC)
+
+
 def _always_outdated(app, env, added, changed, removed):
     return [page for page in app.config.build_info_pages if page in env.found_docs]
 
 
 def _stamped(app: Sphinx, text: str) -> str:
-    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    stamp = build_time().strftime("%Y-%m-%d %H:%M UTC")
     return text.replace("%%BUILD_DATE%%", stamp).replace(
         "%%BUILD_COMMIT%%", commit(Path(app.srcdir))
     )
@@ -94,7 +107,7 @@ def _footer(app: Sphinx, config) -> None:
     from bookbuild.messages import gettext
 
     _ = gettext(config.language)  # the footer in the page's language
-    stamp = datetime.now(UTC).strftime("%Y-%m-%d")
+    stamp = build_time().strftime("%Y-%m-%d")
     footer = (
         f"Attention, Computed {installed('qkv')} · commit "
         f"{commit(Path(app.srcdir), mark_changes=False)} · "

@@ -5,7 +5,9 @@ Sphinx re-reads a page only when its source changes. After an edit to ``src/qkv`
 or to the requirements, a cached build would quietly show stale outputs.
 
 Answer: hash the files listed in ``dependency_cache_paths`` (relative to the book
-root) and use ``_build/.jupyter_cache/deps-<hash>`` as the execution cache. A
+root), with the configuration every kernel starts with
+(:func:`bookbuild.kernel_config.fingerprint`), and use
+``_build/.jupyter_cache/deps-<hash>`` as the execution cache. A
 change of the hash gives an empty cache (every chapter executes again) and changes
 the config value ``nb_execution_cache_path``, which Sphinx tracks: every page is
 re-read. :func:`cache_path` only computes the folder; :func:`prune_caches`, called
@@ -19,6 +21,8 @@ from __future__ import annotations
 import hashlib
 import shutil
 from pathlib import Path
+
+from bookbuild import kernel_config
 
 DEFAULT_PATHS = ["src/qkv", "requirements.txt", "pyproject.toml"]
 _SKIP_PARTS = {"__pycache__", ".ipynb_checkpoints"}
@@ -55,8 +59,11 @@ def dependency_hash(root: Path, paths: list[str]) -> str:
 
 
 def cache_path(root: Path, build_dir: Path, paths: list[str]) -> Path:
-    """The execution cache for the current dependencies (nothing is created)."""
-    key = dependency_hash(root, paths)
+    """The execution cache for the current dependencies and kernel configuration
+    (nothing is created)."""
+    key = hashlib.sha256(
+        f"{dependency_hash(root, paths)} {kernel_config.fingerprint()}".encode()
+    ).hexdigest()[:16]
     return Path(build_dir).resolve() / ".jupyter_cache" / f"deps-{key}"
 
 

@@ -21,6 +21,11 @@ start, every kernel starts the ordinary way, after a one-line notice
 (:func:`fall_back`); if a forked kernel fails to start, the prefill runs that
 chapter again in an ordinary kernel and forks no more (``bookbuild.prefill``).
 
+The kernels talk to the executor over IPC (Unix sockets in Jupyter's private
+runtime folder), not TCP: no port is opened, and ipykernel has nothing to warn
+about. On Windows, or if that folder's path is too long for a socket name, they
+use TCP as usual.
+
 Two things a fork must not carry over, and how they are avoided:
 
 * matplotlib reads ``MPLBACKEND`` once, at import: the warm process imports it
@@ -37,10 +42,13 @@ import os
 import signal
 import sys
 import threading
+import uuid
 from multiprocessing import forkserver
 from typing import Any
 
 from jupyter_client.manager import AsyncKernelManager
+from jupyter_core.paths import jupyter_runtime_dir
+from traitlets import default
 
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 
@@ -63,6 +71,9 @@ PRELOAD = [
     "matplotlib.backends.backend_agg",
     "qkv",
 ]
+
+#: The longest socket path the system allows, less room for the port suffix.
+_MAX_SOCKET_PATH = 100
 
 _context_lock = threading.Lock()
 _context: multiprocessing.context.ForkServerContext | None = None
@@ -191,13 +202,46 @@ def ipykernel_arguments(kernel_cmd: list[str]) -> list[str] | None:
     return kernel_cmd[3:]
 
 
+def ipc_address() -> str | None:
+    """A fresh IPC address (a socket path without its port suffix) in Jupyter's
+    private runtime folder; None where IPC cannot be used (Windows, or a path
+    too long for a Unix socket)."""
+    if sys.platform == "win32":
+        return None
+    folder = jupyter_runtime_dir()
+    address = os.path.join(folder, f"kernel-{uuid.uuid4().hex[:12]}-ipc")
+    if len(address) > _MAX_SOCKET_PATH:
+        return None
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    return address
+
+
 class WarmKernelManager(AsyncKernelManager):
-    """An ``AsyncKernelManager`` whose kernels are forked from the warm process."""
+    """An ``AsyncKernelManager`` whose kernels are forked from the warm process,
+    and talk to it over IPC where the system allows."""
 
     #: How many kernels were forked, and how many started the ordinary way.
     launches = {"forked": 0, "ordinary": 0}
     #: What a forked process runs (a picklable function of argv, cwd, env).
     kernel_main = staticmethod(_run_kernel)
+
+    @default("transport")
+    def _default_transport(self) -> str:
+        return "tcp" if self._ipc_address is None else "ipc"
+
+    @default("ip")
+    def _default_ip(self) -> str:
+        # An absolute path: the kernel runs in the chapter's folder, the
+        # executor in the book's (the default, "kernel-ipc", is relative).
+        if self.transport == "ipc" and self._ipc_address:
+            return self._ipc_address
+        return super()._ip_default()
+
+    @property
+    def _ipc_address(self) -> str | None:
+        if not hasattr(self, "_address"):
+            self._address = ipc_address()
+        return self._address
 
     async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
         argv = ipykernel_arguments(kernel_cmd)

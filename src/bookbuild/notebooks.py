@@ -15,12 +15,19 @@ solutions, admonitions, ``literalinclude``) by Markdown equivalents. Cells tagge
 sentence): they are left out, so a notebook needs nothing but ``qkv`` to run. The
 notebooks go to ``_notebooks/<label>.ipynb`` in the site, and each chapter page
 gets a link.
+
+A notebook is the same file in every build of the same book: each cell's id
+(nbformat requires one) is derived from the chapter and the cell's content
+(:func:`stable_ids`), not drawn at random, so an unchanged cell keeps its id when
+cells are added around it. The notebook of a chapter that left the book is
+deleted.
 """
 
 from __future__ import annotations
 
 import ast
 import base64
+import hashlib
 import html
 import re
 from datetime import UTC
@@ -352,6 +359,18 @@ def _catalogue_time(app: Sphinx, page: str) -> float:
     return path.stat().st_mtime if path.is_file() else 0.0
 
 
+def stable_ids(page: str, cells: list) -> None:
+    """Give each cell an id from the page and its content, in place: the first
+    12 hex digits of a hash, and ``-2``, ``-3``... for a repeated cell."""
+    seen: dict[str, int] = {}
+    for cell in cells:
+        digest = hashlib.sha256(
+            f"{page}\0{cell.cell_type}\0{cell.source}".encode()
+        ).hexdigest()[:12]
+        seen[digest] = seen.get(digest, 0) + 1
+        cell["id"] = digest if seen[digest] == 1 else f"{digest}-{seen[digest]}"
+
+
 def build_notebook(app: Sphinx, page: str, executed) -> nbformat.NotebookNode:
     from myst_nb.core.read import read_myst_markdown_notebook
 
@@ -395,6 +414,7 @@ def build_notebook(app: Sphinx, page: str, executed) -> nbformat.NotebookNode:
             if tags:
                 new.metadata["tags"] = tags
             cells.append(new)
+    stable_ids(page, cells)
     result = nbformat.v4.new_notebook(cells=cells)
     result.metadata["kernelspec"] = dict(notebook.metadata.get("kernelspec", {}))
     result.metadata["language_info"] = {"name": "python"}
@@ -419,7 +439,12 @@ def _write_notebooks(app: Sphinx, exception: Exception | None) -> None:
     if not stamp.exists() or stamp.read_text(encoding="utf-8") != settings:
         stamp.write_text(settings, encoding="utf-8")
         shared = stamp.stat().st_mtime
-    for page in lessons(root):
+    chapters = lessons(root)
+    expected = {f"{Path(page).name}.ipynb" for page in chapters}
+    for stale in folder.glob("*.ipynb"):
+        if stale.name not in expected:
+            stale.unlink()  # a chapter that left the book
+    for page in chapters:
         source = root / f"{page}.md"
         record = records.get(str(source.resolve()))
         target = folder / f"{Path(page).name}.ipynb"

@@ -15,6 +15,14 @@ kernels do not fight over the cores. Sphinx then finds every chapter in the cach
 A chapter that fails here is not cached: Sphinx executes it again and reports the
 error, so the strict build still fails on it.
 
+Every kernel gets the book's kernel environment (:mod:`bookbuild.kernel_config`:
+the same string hashes in every build, short tracebacks). Before a chapter is
+cached, the pieces of text its cells printed are joined into one output per
+stream (:func:`join_streams`): the kernel sends printed text in pieces whose
+boundaries depend on timing, and myst-nb's own merge of the pieces strips the
+newline at the end of each one, so the page would get a blank line in some
+builds and not in others. One line is printed per chapter as it finishes.
+
 Usage: ``python -m bookbuild.prefill [BOOK_ROOT]`` (default: the current folder).
 ``QKV_WARM_KERNELS=0`` starts ordinary kernels instead of forked ones. A forked
 kernel that fails to start is not an error: the chapter runs again in an
@@ -29,12 +37,12 @@ import os
 import sys
 import time
 import traceback
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 import yaml
 
-from bookbuild import kernels
+from bookbuild import kernel_config, kernels
 from bookbuild.cache import DEFAULT_PATHS, cache_path, prune_caches
 from bookbuild.kernels import WarmKernelManager
 from bookbuild.toc import is_notebook, pages
@@ -92,6 +100,27 @@ def execute(project_nb, execution: dict, manager=WarmKernelManager):
     return project_nb, result
 
 
+def join_streams(notebook) -> None:
+    """Join the consecutive pieces of each cell's printed text, in place: one
+    ``stdout`` (or ``stderr``) output where the kernel sent several, their texts
+    concatenated exactly as printed."""
+    for cell in notebook.cells:
+        joined = []
+        for output in cell.get("outputs", []):
+            previous = joined[-1] if joined else None
+            if (
+                output.get("output_type") == "stream"
+                and previous is not None
+                and previous.get("output_type") == "stream"
+                and previous.get("name") == output.get("name")
+            ):
+                previous["text"] += output["text"]
+            else:
+                joined.append(output)
+        if "outputs" in cell:
+            cell["outputs"] = joined
+
+
 def store(cache, project_nb, result) -> int:
     """Cache a chapter that ran, or record its traceback (as jupyter-cache's own
     executors do); 0 when cached."""
@@ -102,6 +131,7 @@ def store(cache, project_nb, result) -> int:
         print(f"prefill: {Path(project_nb.uri).stem} failed: {result.err!r}")
         NbProjectRecord.set_traceback(project_nb.uri, result.exc_string, cache.db)
         return 1
+    join_streams(project_nb.nb)  # executed in place
     bundle = create_cache_bundle(project_nb, result.cwd, None, result.time, None)
     cache.cache_notebook_bundle(bundle, check_validity=False, overwrite=True)
     return 0
@@ -110,6 +140,7 @@ def store(cache, project_nb, result) -> int:
 def main(root: Path) -> int:
     os.environ["OMP_NUM_THREADS"] = "1"  # one torch thread per kernel
     os.environ.pop("MPLBACKEND", None)  # a headless backend would hide figures
+    kernel_config.apply(root / "_build")  # before the warm process starts
     from jupyter_cache import get_cache
     from jupyter_cache.cache.db import NbProjectRecord
 
@@ -134,16 +165,22 @@ def main(root: Path) -> int:
     runtimes = json.loads(runtimes_file.read_text()) if runtimes_file.exists() else {}
     todo.sort(key=lambda r: -runtimes.get(Path(r.uri).stem, float("inf")))
     names = ", ".join(Path(record.uri).stem for record in todo)
-    print(f"prefill: executing {len(todo)} chapter(s) in parallel: {names}")
+    print(f"prefill: executing {len(todo)} chapter(s) in parallel: {names}", flush=True)
     NbProjectRecord.remove_tracebacks([r.pk for r in todo], cache.db)
     # Threads only wait on their kernels; the cache database is used from here.
     notebooks = [cache.get_project_notebook(record.pk) for record in todo]
     outcomes = []
     with ThreadPoolExecutor(min(os.cpu_count() or 1, len(notebooks))) as pool:
         execution = config.get("execute") or {}
-        runs = pool.map(lambda nb: execute(nb, execution), notebooks)
-        for project_nb, result in runs:
+        runs = [pool.submit(execute, nb, execution) for nb in notebooks]
+        for done, run in enumerate(as_completed(runs), 1):
+            project_nb, result = run.result()
             outcomes.append((store(cache, project_nb, result), project_nb.uri))
+            status = "failed" if result.err is not None else f"{result.time:.1f} s"
+            print(
+                f"prefill: [{done}/{len(runs)}] {Path(project_nb.uri).stem} ({status})",
+                flush=True,
+            )
     failed = [uri for code, uri in outcomes if code != 0]
     for record in cache.list_cache_records():
         stem = Path(record.uri).stem

@@ -1,7 +1,9 @@
-"""The book's own CSS (and, later, scripts), added to every page.
+"""The book's own CSS and script, added to every page.
 
 A Sphinx extension: the folder ``static`` beside this module joins
-``html_static_path``, and ``bookbuild.css`` is linked from every page.
+``html_static_path``, and ``bookbuild.css`` and ``bookbuild.js`` are linked from
+every page (the script gives a tab stop to code that scrolls in a box opened
+after the page loaded; see its comments).
 """
 
 from __future__ import annotations
@@ -18,4 +20,5 @@ def _add_folder(app, config) -> None:
 def setup(app) -> dict:
     app.connect("config-inited", _add_folder)
     app.add_css_file("bookbuild.css")
+    app.add_js_file("bookbuild.js", loading_method="defer")
     return {"parallel_read_safe": True, "parallel_write_safe": True}

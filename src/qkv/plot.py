@@ -43,12 +43,19 @@ _BOOK_RC = {
     "ytick.labelsize": MIN_FONT_PT,
     "legend.fontsize": MIN_FONT_PT,
     "svg.fonttype": "path",
+    # The same figure gives the same file in every build: the ids inside an SVG
+    # are hashes salted with this text (a random salt by default).
+    "svg.hashsalt": "attention-computed",
     "image.cmap": WEIGHTS_CMAP,
 }
+#: What every SVG figure is written with: no creation date (a figure drawn again
+#: must give the same file, so that the site is the same in every build).
+SVG_METADATA = {"Date": None}
 
 
 def use_book_style() -> None:
-    """Apply the book's figure style; in a notebook, also switch output to SVG."""
+    """Apply the book's figure style; in a notebook, also switch output to SVG
+    (without a date, for figures shown and glued alike)."""
     mpl.rcParams.update(_BOOK_RC)
     try:
         from IPython import get_ipython
@@ -57,7 +64,7 @@ def use_book_style() -> None:
     if get_ipython() is not None:
         from matplotlib_inline.backend_inline import set_matplotlib_formats
 
-        set_matplotlib_formats("svg")
+        set_matplotlib_formats("svg", metadata=SVG_METADATA)
 
 
 def book_style():

@@ -16,6 +16,7 @@ import functools
 import os
 import urllib.error
 import urllib.request
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,7 +42,11 @@ def _quiet_transformers() -> None:
     """No progress bar, warning or log line from transformers in the book."""
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    from transformers.utils import logging
+    with warnings.catch_warnings():
+        # Imported by transformers, tqdm warns in a notebook without ipywidgets
+        # that its progress bars would be plain text: the book shows none.
+        warnings.filterwarnings("ignore", "IProgress not found", module="tqdm")
+        from transformers.utils import logging
 
     logging.set_verbosity_error()
     logging.disable_progress_bar()
