@@ -193,6 +193,14 @@ EXPECTED_LABELS = {
     ],
     "transformer_block": ["add & layer norm", "residual"],
     "pipeline": ["token ids\n(T,)", "loss"],
+    "encoder_decoder": [
+        "encoder",
+        "decoder",
+        "cross-attention",
+        "causal self-attention\n(earlier words only)",
+        "keys,\nvalues",
+        "queries",
+    ],
 }
 
 

@@ -14,7 +14,9 @@ queries and keys are (T, d_k), the values (T, d_v), a head has E = D / H feature
 - :func:`multi_head`: split, attention per head, concat, W_o (chapter *multi-head*);
 - :func:`transformer_block`: the encoder block (chapter *transformer-block*);
 - :func:`pipeline`: from token ids to a prediction and a loss (chapter
-  *how-attention-learns*).
+  *how-attention-learns*);
+- :func:`encoder_decoder`: an encoder and a decoder joined by cross-attention
+  (chapter *cross-attention*).
 """
 
 from __future__ import annotations
@@ -299,5 +301,56 @@ def pipeline() -> Figure:
         fontsize=12,
         style="italic",
         color=GRADIENT,
+    )
+    return fig
+
+
+def encoder_decoder() -> Figure:
+    """An encoder-decoder: the decoder's cross-attention reads the encoder's outputs.
+
+    The encoder (left) reads the whole source sentence with self-attention; the
+    decoder (right) reads the words written so far with causal self-attention,
+    then asks the encoder's outputs with cross-attention (queries from the
+    decoder, keys and values from the encoder), and scores the next word. Each
+    sub-layer is wrapped in a residual connection and a layer norm, left out of
+    the drawing and said in a note. One layer on each side, as in the chapter's
+    model.
+    """
+    fig, ax = _canvas(6.8, 6.1, (0, 6.8), (-0.75, 5.35))
+    left, right, width = 1.55, 5.2, 2.8
+
+    def box(x: float, y: float, text: str, fill: str = TENSOR) -> Box:
+        return _draw(ax, Box(x, y, text, width=width, height=0.8, fill=fill))
+
+    ax.text(left, 5.0, "encoder", ha="center", fontsize=14, weight="bold")
+    ax.text(right, 5.0, "decoder", ha="center", fontsize=14, weight="bold")
+    source = box(left, 0.0, "French words\n+ positions (S,)")
+    encoder_attention = box(left, 1.1, "self-attention\n(every word)", ATTENTION)
+    encoder_ff = box(left, 2.2, "feed-forward", ATTENTION)
+    memory = box(left, 3.3, "encoder outputs\n(S, D)")
+    target = box(right, 0.0, "English words so far\n+ positions (L,)")
+    causal = box(right, 1.1, "causal self-attention\n(earlier words only)", ATTENTION)
+    cross = box(right, 2.2, "cross-attention", ATTENTION)
+    decoder_ff = box(right, 3.3, "feed-forward", ATTENTION)
+    scores = box(right, 4.4, "linear: scores of\nthe next word", OPERATION)
+    for first, second in [
+        (source, encoder_attention),
+        (encoder_attention, encoder_ff),
+        (encoder_ff, memory),
+        (target, causal),
+        (decoder_ff, scores),
+    ]:
+        _arrow(ax, first.top, second.bottom)
+    _arrow(ax, causal.top, cross.bottom, label="queries")
+    _arrow(ax, cross.top, decoder_ff.bottom)
+    _arrow(ax, memory.right, cross.left)
+    ax.text(3.38, 3.05, "keys,\nvalues", fontsize=12, ha="center", va="bottom")
+    ax.text(
+        3.4,
+        -0.65,
+        "each sub-layer: residual connection and layer norm",
+        ha="center",
+        fontsize=12,
+        style="italic",
     )
     return fig

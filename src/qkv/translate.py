@@ -296,7 +296,8 @@ def heldout_sentences(split_seed: int = 0, n: int = 1000) -> list[Sentence]:
     sentence (there are few), then distinct transitive ones drawn with
     ``random.Random(split_seed)`` until there are ``n``.
     """
-    train_phrases, new_phrases = split_phrases(split_seed)
+    _, new_phrases = split_phrases(split_seed)
+    new = set(new_phrases)
     short = [
         Sentence(p, verb)
         for p in new_phrases
@@ -306,8 +307,7 @@ def heldout_sentences(split_seed: int = 0, n: int = 1000) -> list[Sentence]:
     long = [
         s
         for s in all_sentences()
-        if s.object is not None
-        and (s.subject in new_phrases or s.object in new_phrases)
+        if s.object is not None and (s.subject in new or s.object in new)
     ]
     if n < len(short) or n > len(short) + len(long):
         raise ValueError(
@@ -342,9 +342,12 @@ def encode_source(sentences: list[list[str]]) -> tuple[Tensor, Tensor]:
                 )
     lengths = [len(words) for words in sentences]
     keep = padding_mask(lengths)  # (B, S)
-    ids = torch.zeros(keep.shape, dtype=torch.long)
-    for b, words in enumerate(sentences):
-        ids[b, : len(words)] = torch.tensor([SOURCE_ID[w] for w in words])
+    width = keep.shape[1]
+    padded = [
+        [SOURCE_ID[w] for w in words] + [SOURCE_ID[PAD]] * (width - len(words))
+        for words in sentences
+    ]
+    ids = torch.tensor(padded, dtype=torch.long).reshape(keep.shape)  # (B, S)
     return ids, keep
 
 
@@ -361,13 +364,13 @@ def encode_target(sentences: list[list[str]]) -> tuple[Tensor, Tensor]:
         (B, L) right-padded with ``[pad]`` (id 0).
     """
     width = max(len(words) for words in sentences) + 1
-    inputs = torch.zeros(len(sentences), width, dtype=torch.long)  # (B, L)
-    outputs = torch.zeros(len(sentences), width, dtype=torch.long)  # (B, L)
-    for b, words in enumerate(sentences):
+    inputs, outputs = [], []
+    for words in sentences:
         ids = [TARGET_ID[w] for w in words]
-        inputs[b, : len(ids) + 1] = torch.tensor([TARGET_ID[BOS], *ids])
-        outputs[b, : len(ids) + 1] = torch.tensor([*ids, TARGET_ID[EOS]])
-    return inputs, outputs
+        padding = [TARGET_ID[PAD]] * (width - len(ids) - 1)
+        inputs.append([TARGET_ID[BOS], *ids, *padding])
+        outputs.append([*ids, TARGET_ID[EOS], *padding])
+    return torch.tensor(inputs), torch.tensor(outputs)  # (B, L), (B, L)
 
 
 class AdditiveAttention(nn.Module):
@@ -779,6 +782,11 @@ def adjective_alignment(
         raise ValueError(f"head must be None or in 0..{heads - 1}, got {head}")
     weights = cross_weights(model, sentences)[:, layer]  # (B, H, L, S)
     maps = weights.mean(dim=1) if head is None else weights[:, head]  # (B, L, S)
+    return _aligned_share(maps, sentences)
+
+
+def _aligned_share(maps: Tensor, sentences: list[Sentence]) -> float:
+    """The share of :func:`adjective_alignment`, from maps (B, L, S)."""
     hits = [
         int(maps[b, english].argmax()) == french
         for b, sentence in enumerate(sentences)
@@ -841,7 +849,7 @@ def exact_match(model: Translator, sentences: list[Sentence]) -> tuple[float, li
 def train(
     seed: int = 0,
     score: str = "dot",
-    steps: int = 300,
+    steps: int = 200,
     batch_size: int = 64,
     lr: float = 3e-3,
     embed_dim: int = 64,
@@ -906,6 +914,7 @@ def train(
     accuracy, translations = exact_match(model, heldout)
     seen_rng = random.Random(split_seed + 1)
     seen = [random_sentence(seen_rng, train_phrases) for _ in heldout]
+    weights = cross_weights(model, heldout)[:, -1]  # (B, H, L, S): the last layer
     return TrainResult(
         model=model,
         accuracy=accuracy,
@@ -917,8 +926,8 @@ def train(
         translations=translations,
         score=score,
         num_parameters=sum(p.numel() for p in model.parameters()),
-        adjective_alignment=adjective_alignment(model, heldout),
+        adjective_alignment=_aligned_share(weights.mean(dim=1), heldout),
         adjective_alignment_per_head=[
-            adjective_alignment(model, heldout, head=h) for h in range(num_heads)
+            _aligned_share(weights[:, h], heldout) for h in range(num_heads)
         ],
     )
