@@ -57,7 +57,8 @@ def test_the_french_pass_is_strict_and_executes_nothing(built_book):
 
 
 def test_the_sample_pages_are_french(built_book):
-    assert "book/self-attention" in strict_pages(ROOT, "fr")
+    strict = strict_pages(ROOT, "fr")
+    assert strict == "all" or "book/self-attention" in strict
     expected = {
         "book/intro": "Ce que vous allez apprendre",
         "book/glossary": "Glossaire",
