@@ -4,7 +4,8 @@
 # and:  make serve (the built site on http://127.0.0.1:8000), make clean,
 #       make pdf (a PDF handout per chapter), make bench (build timings),
 #       make bench-toy (the trained toy model), make same-site (two clean
-#       builds compared file by file).
+#       builds compared file by file),
+#       make translations (refresh the catalogues of locales/, print their state).
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
@@ -36,7 +37,7 @@ TORCH_FROM ?= $(strip \
 # Kernels inherit the environment: a headless MPLBACKEND would hide every figure.
 unexport MPLBACKEND
 
-.PHONY: book test serve clean bench bench-toy bench-attention bench-models pdf lock addresses notebooks-branch same-site
+.PHONY: book test serve clean bench bench-toy bench-attention bench-models pdf lock addresses notebooks-branch same-site translations
 
 # Every package at the version of requirements.lock (uv installs them in
 # seconds), torch as above, and the book's two packages (qkv, bookbuild) editable.
@@ -68,8 +69,9 @@ notebooks-branch: $(INSTALLED)
 
 # Everything the site is built from: if none of it changed since the last
 # successful build, `make book` has nothing to do.
-BOOK_INPUTS := $(shell find book src _ext img -type f -not -name '*.pyc' \
-	2>/dev/null) _config.yml _toc.yml references.bib requirements.lock pyproject.toml
+BOOK_INPUTS := $(shell find book src _ext img locales -type f -not -name '*.pyc' \
+	-not -name '*.mo' 2>/dev/null) _config.yml _toc.yml references.bib \
+	requirements.lock pyproject.toml
 BUILT := _build/html/.built
 # `make book EDITION=student`: the same book without solutions, in its own folder.
 EDITION ?= full
@@ -82,18 +84,29 @@ $(STUDENT_BUILT): $(INSTALLED) $(BOOK_INPUTS)
 	@$(BIN)/python -P -m bookbuild.prefill
 	@QKV_EDITION=student $(BIN)/jupyter-book build . -W -n --keep-going \
 		--path-output _build/student
+	@QKV_EDITION=student $(BIN)/python -m bookbuild.translations build \
+		--path-output _build/student
 	@echo "student edition: _build/student/_build/html/index.html"
 	@mv $@.start $@
 
 # Chapters not yet in the execution cache run first, in parallel (one per core);
-# Sphinx then builds the site from the cache, strictly.
+# Sphinx then builds the site from the cache, strictly; then each translation
+# (locales/) into _build/html/<language>, from the same cache.
 # The stamp gets the time the build *started*: an input edited during the build,
 # or right after it, is newer than the stamp and triggers the next build.
 $(BUILT): $(INSTALLED) $(BOOK_INPUTS)
 	@mkdir -p $(@D) && touch $@.start
 	@$(BIN)/python -P -m bookbuild.prefill
 	@$(BIN)/jupyter-book build . -W -n --keep-going
+	@$(BIN)/python -m bookbuild.translations build
 	@mv $@.start $@
+
+# For translators: the messages of every page extracted again, merged into
+# locales/<language>/LC_MESSAGES/<page>.po (changed ones become fuzzy), and the
+# state of each catalogue. `python -m bookbuild.translations check` is the test.
+translations: $(INSTALLED)
+	$(BIN)/python -P -m bookbuild.prefill
+	$(BIN)/python -m bookbuild.translations update
 
 test: $(INSTALLED)
 	$(BIN)/ruff check .

@@ -37,7 +37,8 @@ def built_book() -> BuildResult:
 
 @pytest.fixture(scope="session")
 def student_site(built_book):
-    """The student edition, where `make book EDITION=student` puts it."""
+    """The student edition, where `make book EDITION=student` puts it (its French
+    edition in ``fr/``)."""
     assert built_book.returncode == 0, built_book.output[-3000:]
     out = ROOT / "_build" / "student"
     env = {**os.environ, "QKV_EDITION": "student"}
@@ -61,4 +62,15 @@ def student_site(built_book):
     )
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     assert "Executed notebook" not in done.stdout  # the cache is shared
+    french = subprocess.run(  # the French student edition, in .../html/fr
+        [sys.executable, "-m", "bookbuild.translations", "build"]
+        + ["--path-output", str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert french.returncode == 0, (french.stdout + french.stderr)[-3000:]
+    assert "Executed notebook" not in french.stdout
     return out / "_build" / "html"

@@ -83,7 +83,8 @@ def outside_requests(requests: list[str], site: str) -> list[str]:
 def page_urls(site: str) -> list[str]:
     listed = [f"{site}/{page}.html" for page in pages(ROOT)]
     extra = [f"{site}/{name}.html" for name in ("index", "search", "genindex")]
-    return [*listed, *extra]
+    french = [url.replace(site, f"{site}/fr", 1) for url in [*listed, *extra]]
+    return [*listed, *extra, *french]
 
 
 def test_every_page_is_offline_clean_and_typesets_math(site, browser):
@@ -213,6 +214,33 @@ def test_figure_text_is_as_large_as_the_caption(site, browser):
     assert not too_small, "\n".join(too_small)
 
 
+def switch_language(page, name: str) -> None:
+    """Open the language menu of the page's header and pick ``name``."""
+    page.locator(".dropdown-language-buttons .dropdown-toggle").first.click()
+    page.locator(".dropdown-language-buttons .dropdown-item", has_text=name).click()
+    page.wait_for_load_state("load")
+
+
+@pytest.mark.parametrize("over", ["http", "file"])
+def test_language_menu_goes_to_the_same_section(site, browser, over):
+    base = site if over == "http" else HTML.as_uri()
+    context = browser.new_context()
+    page = context.new_page()
+    page_errors: list[str] = []
+    page.on("pageerror", lambda error: page_errors.append(str(error)))
+    try:
+        page.goto(f"{base}/book/self-attention.html#self-attention-ex1")
+        switch_language(page, "Français")
+        assert page.url == f"{base}/fr/book/self-attention.html#self-attention-ex1"
+        assert page.locator("html").get_attribute("lang") == "fr"
+        assert "Exercice 5.1" in page.locator("#self-attention-ex1").inner_text()
+        switch_language(page, "English")
+        assert page.url == f"{base}/book/self-attention.html#self-attention-ex1"
+        assert not page_errors, page_errors
+    finally:
+        context.close()
+
+
 def open_everything(page) -> None:
     """Unfold every solution, folded code and details box, as a reader may."""
     page.evaluate(
@@ -310,6 +338,17 @@ def equations_of(browser, url: str, width: int, height: int) -> list[dict]:
         page.goto(url, wait_until="load")
         wait_for_math(page)
         return page.evaluate(EQUATIONS)
+    finally:
+        context.close()
+
+
+def test_french_search_finds_french_words(site, browser):
+    context, page, _, errors = visit(browser, f"{site}/fr/search.html?q=requêtes")
+    try:
+        page.wait_for_selector("#search-results li", timeout=30_000)
+        results = page.locator("#search-results li").all_inner_texts()
+        assert any("auto-attention" in r.lower() for r in results), results
+        assert not errors, errors
     finally:
         context.close()
 

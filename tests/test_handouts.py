@@ -52,3 +52,17 @@ def test_head_view_prints_as_its_static_figure(pdfs):
     assert "Inside a pretrained model" in text
     assert "Hover or focus" not in text  # the interactive part is hidden in print
     assert sum(len(page.images) for page in reader.pages) >= 1  # the static PNG
+
+
+def test_french_handouts_are_printed_from_the_french_pages(built_book, tmp_path):
+    require_chromium()
+    chosen = ["book/intro", "book/self-attention"]
+    printed = handouts.print_pages(chosen, ROOT, "fr")
+    assert [p.parent for p in printed] == [ROOT / "_build" / "pdf" / "fr"] * 2
+    text = " ".join(page.extract_text() for page in PdfReader(printed[1]).pages)
+    text = " ".join(text.split())
+    assert "auto-attention comme couche" in text and "Exercice 5.1" in text
+    book = handouts.whole_book(
+        printed, ["Introduction", "Auto"], tmp_path / "b.pdf", "L’attention, calculée"
+    )
+    assert PdfReader(book).metadata.title == "L’attention, calculée"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bookbuild.toc import pages
+from bookbuild.toc import lessons, pages
 
 ROOT = Path(__file__).resolve().parents[1]
 HTML = ROOT / "_build" / "html"
@@ -70,3 +70,23 @@ def test_student_notebooks_have_no_solution_and_no_answer(student_site):
         full_code = [c.source for c in full.cells if c.cell_type == "code"]
         assert set(code) <= set(full_code), chapter
     assert hidden >= 3 * len(lessons(ROOT))
+
+
+def test_french_student_edition_has_no_solution(student_site):
+    french = student_site / "fr"
+    for page in pages(ROOT):
+        html = (french / f"{page}.html").read_text(encoding="utf-8")
+        assert '<html lang="fr"' in html, page
+        assert not re.search(r'class="[^"]*\bsolution\b', html), page
+        assert "Solution de" not in html and "Solution to" not in html, page
+    lesson = (french / "book" / "self-attention.html").read_text("utf-8")
+    assert "Exercice 5.1" in lesson and "Question" in lesson
+    import nbformat
+
+    for chapter in lessons(ROOT):
+        notebook = nbformat.read(
+            french / "_notebooks" / f"{Path(chapter).name}.ipynb", as_version=4
+        )
+        text = "\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
+        assert "**Solution.**" not in text, chapter
+        assert "**Exercice.**" in text, chapter

@@ -8,7 +8,11 @@ this package is the machinery around it. Its modules:
   :mod:`~bookbuild.mathjax` (offline math), :mod:`~bookbuild.reports`,
   :mod:`~bookbuild.build_info` (provenance), :mod:`~bookbuild.edition` (student
   edition), :mod:`~bookbuild.notebooks` (a plain notebook per chapter),
-  :mod:`~bookbuild.site_root`, :mod:`~bookbuild.glue_dependencies`;
+  :mod:`~bookbuild.site_root`, :mod:`~bookbuild.glue_dependencies`,
+  :mod:`~bookbuild.i18n` (the book in several languages, with the five
+  ``i18n_*`` fixes and :mod:`~bookbuild.messages`);
+* the translations: :mod:`~bookbuild.translations` (``python -m
+  bookbuild.translations``: build, extract, update, stats, check);
 * the build before Sphinx: :mod:`~bookbuild.prefill` (chapters executed in
   parallel, ``python -m bookbuild.prefill``) in kernels from
   :mod:`~bookbuild.kernels`;

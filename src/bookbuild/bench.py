@@ -5,7 +5,9 @@ a cold `make book` (empty execution cache), `make book` with nothing changed,
 after editing the prose of one chapter, and after editing `src/qkv` (which must
 re-execute every chapter); then prints each chapter's execution time. Every edit
 is undone, and the build after the undo is measured too (the previous cache is
-kept, so it is fast).
+kept, so it is fast). `make book` also builds the translations (one more Sphinx
+pass each, executing nothing): their time is shown apart, and the targets apply
+to the rest.
 """
 
 from __future__ import annotations
@@ -31,6 +33,13 @@ def make_book() -> tuple[float, str]:
     return seconds, done.stdout
 
 
+def translation_seconds(output: str) -> float:
+    """The time of the translations' passes, from what they print."""
+    return sum(
+        float(s) for s in re.findall(r"translations: \w+ built in ([\d.]+) s", output)
+    )
+
+
 def executed(output: str) -> int:
     match = re.search(r"prefill: (\d+) executed", output)
     return int(match.group(1)) if match else 0
@@ -44,12 +53,12 @@ def edited(path: Path, extra: str):
 
 
 def main() -> int:
-    results: list[tuple[str, float, int]] = []
+    results: list[tuple[str, float, int, float]] = []
     shutil.rmtree(ROOT / "_build", ignore_errors=True)
     seconds, out = make_book()
-    results.append(("cold", seconds, executed(out)))
+    results.append(("cold", seconds, executed(out), translation_seconds(out)))
     seconds, out = make_book()
-    results.append(("nothing changed", seconds, executed(out)))
+    results.append(("nothing changed", seconds, executed(out), 0.0))
 
     for name, path, extra in [
         ("prose", ROOT / "book" / "masking.md", "\nAn added sentence of prose.\n"),
@@ -58,23 +67,30 @@ def main() -> int:
         original = edited(path, extra)
         try:
             seconds, out = make_book()
-            results.append((f"{name} edited", seconds, executed(out)))
+            results.append(
+                (f"{name} edited", seconds, executed(out), translation_seconds(out))
+            )
         finally:
             path.write_text(original, encoding="utf-8")
         seconds, out = make_book()
-        results.append((f"{name} restored", seconds, executed(out)))
+        results.append(
+            (f"{name} restored", seconds, executed(out), translation_seconds(out))
+        )
 
-    print(f"{'make book':<20}{'seconds':>9}{'chapters executed':>20}{'target':>10}")
+    print(
+        f"{'make book':<20}{'seconds':>9}{'of which translations':>23}"
+        f"{'chapters executed':>19}{'target':>10}"
+    )
     ok = True
-    for name, seconds, n in results:
+    for name, seconds, n, translated in results:
         target = TARGETS.get(name)
         mark = "" if target is None else f"<= {target:.0f}"
-        if target is not None and seconds > target:
+        if target is not None and seconds - translated > target:
             mark += " MISSED"
             ok = False
-        print(f"{name:<20}{seconds:>9.1f}{n:>20}{mark:>10}")
+        print(f"{name:<20}{seconds:>9.1f}{translated:>23.1f}{n:>19}{mark:>10}")
     n_chapters = results[0][2]
-    if dict((r[0], r[2]) for r in results)["src/qkv edited"] != n_chapters:
+    if {r[0]: r[2] for r in results}["src/qkv edited"] != n_chapters:
         print("an edit to src/qkv did not re-execute every chapter")
         ok = False
     runtimes = json.loads((ROOT / "_build/.jupyter_cache/runtimes.json").read_text())

@@ -23,7 +23,9 @@ import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 
+from docutils import nodes
 from sphinx.application import Sphinx
+from sphinx.transforms import SphinxTransform
 
 
 def _git(root: Path, *args: str) -> str:
@@ -55,15 +57,41 @@ def _always_outdated(app, env, added, changed, removed):
     return [page for page in app.config.build_info_pages if page in env.found_docs]
 
 
-def _stamp(app: Sphinx, docname: str, source: list[str]) -> None:
-    if docname not in app.config.build_info_pages:
-        return
+def _stamped(app: Sphinx, text: str) -> str:
     stamp = build_time().strftime("%Y-%m-%d %H:%M UTC")
-    source[0] = (
-        source[0]
-        .replace("%%BUILD_DATE%%", stamp)
-        .replace("%%BUILD_COMMIT%%", commit(Path(app.srcdir)))
+    return text.replace("%%BUILD_DATE%%", stamp).replace(
+        "%%BUILD_COMMIT%%", commit(Path(app.srcdir))
     )
+
+
+def _after_translation(app: Sphinx) -> bool:
+    """In a translated build (and the extraction of messages), the placeholders
+    are filled after Sphinx has translated the page: the messages keep them, so
+    that they do not change at every build."""
+    from bookbuild.i18n import is_translation
+
+    if app.builder.name == "gettext":
+        return True
+    return "book_languages" in app.config and is_translation(app.config)
+
+
+def _stamp(app: Sphinx, docname: str, source: list[str]) -> None:
+    if docname not in app.config.build_info_pages or _after_translation(app):
+        return
+    source[0] = _stamped(app, source[0])
+
+
+class StampTranslated(SphinxTransform):
+    default_priority = 25  # after Sphinx's Locale (20)
+
+    def apply(self) -> None:
+        if self.env.docname not in self.config.build_info_pages:
+            return
+        if not _after_translation(self.app):
+            return
+        for text in list(self.document.findall(nodes.Text)):
+            if "%%BUILD_" in text:
+                text.parent.replace(text, nodes.Text(_stamped(self.app, str(text))))
 
 
 def _footer(app: Sphinx, config) -> None:
@@ -76,11 +104,14 @@ def _footer(app: Sphinx, config) -> None:
         except PackageNotFoundError:
             return "not installed"
 
+    from bookbuild.messages import gettext
+
+    _ = gettext(config.language)  # the footer in the page's language
     stamp = build_time().strftime("%Y-%m-%d")
     footer = (
         f"Attention, Computed {installed('qkv')} · commit "
-        f"{commit(Path(app.srcdir), mark_changes=False)} · built {stamp} · "
-        f"torch {installed('torch')}"
+        f"{commit(Path(app.srcdir), mark_changes=False)} · "
+        f"{_('built {date}').format(date=stamp)} · torch {installed('torch')}"
     )
     options = dict(config.html_theme_options or {})
     options["extra_footer"] = f'<p class="qkv-provenance">{footer}</p>'
@@ -92,4 +123,5 @@ def setup(app: Sphinx) -> dict:
     app.add_config_value("build_info_pages", ["book/build-info"], "env", [list])
     app.connect("env-get-outdated", _always_outdated)
     app.connect("source-read", _stamp)
+    app.add_transform(StampTranslated)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

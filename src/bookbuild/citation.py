@@ -26,6 +26,7 @@ import yaml
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
+from bookbuild.messages import gettext
 from bookbuild.toc import lessons
 
 
@@ -78,8 +79,11 @@ def book_entry(book: Book) -> str:
     return "@book{attention-computed,\n" + "\n".join(fields) + "\n}"
 
 
-def chapter_entry(book: Book, page: str, number: str, title: str) -> str:
+def chapter_entry(
+    book: Book, page: str, number: str, title: str, language: str = "en"
+) -> str:
     """The BibTeX entry of one chapter (``page`` such as ``book/masking``)."""
+    _ = gettext(language)
     label = Path(page).name
     fields = [
         f"  title = {{{title}}},",
@@ -88,25 +92,32 @@ def chapter_entry(book: Book, page: str, number: str, title: str) -> str:
         f"  chapter = {{{number}}},",
         f"  year = {{{book.year}}},",
         f"  edition = {{{book.version}}},",
-        f"  note = {{Chapter label: {label}}},",
+        f"  note = {{{_('Chapter label: {label}').format(label=label)}}},",
     ]
     if book.url:
         fields.append(f"  url = {{{book.url}/{page}.html}},")
     return f"@incollection{{attention-computed-{label},\n" + "\n".join(fields) + "\n}"
 
 
-def chapter_reference(book: Book, page: str, number: str, title: str) -> str:
+def chapter_reference(
+    book: Book, page: str, number: str, title: str, language: str = "en"
+) -> str:
     """A one-line reference for a slide: authors, year, chapter, book, version."""
+    _ = gettext(language)
     where = f" {book.url}/{page}.html" if book.url else ""
+    quoted = _("“{title}”").format(title=title)
     return (
-        f"{' and '.join(book.authors)} ({book.year}). Chapter {number}, "
-        f"“{title}”. In {book.title}, version {book.version}.{where}"
+        f"{_(' and ').join(book.authors)} ({book.year}). {_('Chapter')} {number}, "
+        f"{quoted}. {_('In')} {book.title}, {_('version')} {book.version}.{where}"
     )
 
 
-def _reference_paragraph(book: Book, page: str, number: str, title: str):
+def _reference_paragraph(
+    book: Book, page: str, number: str, title: str, language: str = "en"
+):
     """:func:`chapter_reference` as a paragraph, the book's title in italics."""
-    before, after = chapter_reference(book, page, number, title).split(book.title, 1)
+    reference = chapter_reference(book, page, number, title, language)
+    before, after = reference.split(book.title, 1)
     return nodes.paragraph(
         "",
         "",
@@ -124,6 +135,15 @@ def chapter_number(env, page: str) -> str:
     return ""
 
 
+def _title(app, page: str) -> str:
+    """A chapter's title, translated in a translated build (Sphinx's own)."""
+    from bookbuild.i18n import is_translation
+
+    if "book_languages" in app.config and is_translation(app.config):
+        return app.env.titles[page].astext()
+    return title_of(Path(app.srcdir), page)
+
+
 def _book(app) -> Book:
     return Book.read(Path(app.srcdir), app.config.html_baseurl or "")
 
@@ -139,16 +159,18 @@ def _cite_box(app, doctree: nodes.document, docname: str) -> None:
     if app.builder.format != "html" or docname not in lessons(Path(app.srcdir)):
         return
     book = _book(app)
+    language = app.config.language or "en"
+    _ = gettext(language)
     number = chapter_number(app.env, docname)
-    title = title_of(Path(app.srcdir), docname)
+    title = _title(app, docname)
     box = nodes.container(classes=["qkv-cite"])
     box += nodes.raw(
         "",
-        '<details class="qkv-cite"><summary>Cite this chapter</summary>',
+        f'<details class="qkv-cite"><summary>{_("Cite this chapter")}</summary>',
         format="html",
     )
-    box += _reference_paragraph(book, docname, number, title)
-    box += _bibtex_block(chapter_entry(book, docname, number, title))
+    box += _reference_paragraph(book, docname, number, title, language)
+    box += _bibtex_block(chapter_entry(book, docname, number, title, language))
     box += nodes.raw("", "</details>", format="html")
     doctree += box
 
@@ -187,27 +209,29 @@ def _fill_citations(app, doctree: nodes.document, docname: str) -> None:
     for placeholder in list(doctree.findall(citations_node)):
         root = Path(app.srcdir)
         book = _book(app)
+        language = app.config.language or "en"
+        _ = gettext(language)
         new: list[nodes.Node] = [
-            nodes.rubric("", "The book"),
+            nodes.rubric("", _("The book")),
             _bibtex_block(book_entry(book)),
         ]
-        new.append(nodes.rubric("", "Each chapter"))
+        new.append(nodes.rubric("", _("Each chapter")))
         entries = []
         table_rows = []
         for page in lessons(root):
             number = chapter_number(app.env, page)
-            title = title_of(root, page)
-            entries.append(chapter_entry(book, page, number, title))
+            title = _title(app, page)
+            entries.append(chapter_entry(book, page, number, title, language))
             labels = labels_of((root / f"{page}.md").read_text(encoding="utf-8"))
             table_rows.append((Path(page).name, labels))
         new.append(_bibtex_block("\n\n".join(entries)))
-        new.append(nodes.rubric("", "Stable labels"))
-        new.append(_labels_table(table_rows))
+        new.append(nodes.rubric("", _("Stable labels")))
+        new.append(_labels_table(table_rows, _))
         placeholder.replace_self(new)
 
 
-def _labels_table(rows) -> nodes.table:
-    headers = ["chapter"] + [kind for kind, _ in LABEL_KINDS]
+def _labels_table(rows, say=str) -> nodes.table:
+    headers = [say("chapter")] + [say(kind) for kind, _ in LABEL_KINDS]
     table = nodes.table(classes=["qkv-labels"])
     group = nodes.tgroup(cols=len(headers))
     table += group

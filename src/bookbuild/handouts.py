@@ -12,7 +12,9 @@ and into the site itself, where the introduction links it.
 
 Usage, from the book's folder: ``python -m bookbuild.handouts [PAGE ...]``
 (default: every page of ``_toc.yml``, and the whole book). Writes
-``_build/pdf/<label>.pdf`` and ``_build/pdf/book.pdf``.
+``_build/pdf/<label>.pdf`` and ``_build/pdf/book.pdf``; and, for each translation
+of the book (``_build/html/<code>``), the same from its pages in
+``_build/pdf/<code>/``, its whole book also in ``_build/html/<code>/book.pdf``.
 """
 
 from __future__ import annotations
@@ -24,12 +26,15 @@ from bookbuild.browser import launch, serve, wait_for_math
 from bookbuild.toc import pages
 
 
-def print_pages(pages: list[str], root: Path = Path(".")) -> list[Path]:
-    """Print each page (``book/masking``) of the site built in ``root``."""
+def print_pages(
+    pages: list[str], root: Path = Path("."), language: str = ""
+) -> list[Path]:
+    """Print each page (``book/masking``) of the site built in ``root`` (of its
+    translation into ``language``, if given)."""
     from playwright.sync_api import sync_playwright
 
-    html = Path(root) / "_build" / "html"
-    out = Path(root) / "_build" / "pdf"
+    html = Path(root) / "_build" / "html" / language
+    out = Path(root) / "_build" / "pdf" / language
     if not (html / "index.html").exists():
         sys.exit(f"no built site in {html}: run `make book` first")
     out.mkdir(parents=True, exist_ok=True)
@@ -69,7 +74,12 @@ def print_pages(pages: list[str], root: Path = Path(".")) -> list[Path]:
     return written
 
 
-def whole_book(handouts: list[Path], titles: list[str], target: Path) -> Path:
+def whole_book(
+    handouts: list[Path],
+    titles: list[str],
+    target: Path,
+    book_title: str = "Attention, Computed",
+) -> Path:
     """One PDF of ``handouts`` in order, a bookmark per handout (its title)."""
     from pypdf import PdfWriter
 
@@ -78,7 +88,7 @@ def whole_book(handouts: list[Path], titles: list[str], target: Path) -> Path:
         first_page = len(writer.pages)
         writer.append(str(handout))
         writer.add_outline_item(title, first_page)
-    writer.add_metadata({"/Title": "Attention, Computed"})
+    writer.add_metadata({"/Title": book_title})
     target.parent.mkdir(parents=True, exist_ok=True)
     with open(target, "wb") as out:
         writer.write(out)
@@ -89,18 +99,37 @@ def main(argv: list[str], root: Path = Path(".")) -> None:
     import shutil
 
     from bookbuild.citation import title_of
+    from bookbuild.translations import (
+        sphinx_config,
+        translate_message,
+        translated_languages,
+    )
 
     chosen = argv or pages(root)
-    handouts = print_pages(chosen, root)
-    if argv:
-        return
-    book = whole_book(
-        handouts,
-        [title_of(root, page) for page in chosen],
-        root / "_build" / "pdf" / "book.pdf",
-    )
-    shutil.copy2(book, root / "_build" / "html" / "book.pdf")
-    print(f"pdf: {book} (and in the site, _build/html/book.pdf)")
+    built = [
+        language
+        for language in translated_languages(root)
+        if (root / "_build" / "html" / language / "index.html").exists()
+    ]
+    overrides = sphinx_config(root).get("book_i18n_overrides") or {}
+    for language in ["", *built]:
+        handouts = print_pages(chosen, root, language)
+        if argv:
+            continue
+        titles = [
+            translate_message(root, language, page, title_of(root, page))
+            for page in chosen
+        ]
+        book_title = (overrides.get(language) or {}).get("html_title")
+        book = whole_book(
+            handouts,
+            titles,
+            root / "_build" / "pdf" / language / "book.pdf",
+            book_title or "Attention, Computed",
+        )
+        site = root / "_build" / "html" / language / "book.pdf"
+        shutil.copy2(book, site)
+        print(f"pdf: {book} (and in the site, {site})")
 
 
 if __name__ == "__main__":

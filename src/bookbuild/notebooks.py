@@ -37,7 +37,10 @@ import nbformat
 from sphinx.application import Sphinx
 
 from bookbuild.edition import edition
+from bookbuild.i18n_numbers import has_own_numbers, localise_number
+from bookbuild.messages import gettext
 from bookbuild.toc import lessons
+from bookbuild.translations import translate_markdown, translated_languages
 from bookbuild.urls import launch_links, repository_url
 
 FOLDER = "_notebooks"
@@ -73,6 +76,8 @@ class Resolver:
     def __init__(self, app: Sphinx) -> None:
         env = app.env
         self.env = env
+        self.say = gettext(app.config.language)  # our own words, in its language
+        self.language = app.config.language  # glued numbers written its way
         self.labels = env.domaindata["std"]["labels"]
         self.fignumbers = env.toc_fignumbers
         self.bib = {}
@@ -124,11 +129,13 @@ class Resolver:
 
 
 def _glue_text(value: dict, spec: str) -> str:
+    """A ``{glue:text}`` value as the page shows it (myst-nb's own formatting:
+    ``3168`` with ``,`` is ``3,168``, not ``3,168.0``)."""
+    from myst_nb.core.variables import format_plain_text
+
     plain = value.get("text/plain", "")
-    if not spec:
-        return plain.strip("'\"")
     try:
-        return format(float(plain), spec)
+        return format_plain_text(plain, spec or "s")
     except ValueError:
         return plain
 
@@ -215,17 +222,17 @@ def convert_markdown(
         elif name in ("exercise",):
             converted, more = convert_markdown(inner, values, resolver, page_dir)
             attachments.update(more)
-            out.append(f"**Exercise.** {converted}")
+            out.append(f"**{resolver.say('Exercise')}.** {converted}")
         elif name in ("admonition", "note", "tip", "dropdown"):
             converted, more = convert_markdown(inner, values, resolver, page_dir)
             attachments.update(more)
-            title = argument or name.capitalize()
+            title = argument or resolver.say(name.capitalize())
             quoted = "\n".join(
                 f"> {row}" if row else ">" for row in converted.split("\n")
             )
             out.append(f"> **{title}**\n>\n{quoted}")
         elif name == "solution-start":
-            out.append("**Solution.**")
+            out.append(f"**{resolver.say('Solution')}.**")
         elif name == "solution-end":
             pass
         else:
@@ -251,7 +258,9 @@ def _roles(text: str, values: dict, resolver: Resolver) -> str:
         role, content = match.groups()
         if role == "glue:text":
             key, _, spec = content.partition(":")
-            return _glue_text(values.get(key, {}), spec)
+            return localise_number(
+                _glue_text(values.get(key, {}), spec), resolver.language
+            )
         if role == "glue:md":
             return values.get(content, {}).get("text/markdown", content)
         if role == "ref":
@@ -304,17 +313,23 @@ def without_solutions(cells: list) -> list:
     return kept
 
 
-def install_cell(repository_url: str) -> nbformat.NotebookNode:
+FIRST_CELL = (
+    "# Outside the book's own environment (Colab, a bare Jupyter), install the\n"
+    "# book's package and what its chapters use, then restart the kernel:\n"
+)
+
+
+def install_cell(repository_url: str, language: str = "en") -> nbformat.NotebookNode:
     """The first cell of every notebook: how to run it outside the book."""
+    _ = gettext(language)
     if repository_url:
         where = f'"qkv[notebooks] @ git+{repository_url.rstrip("/")}"'
         how = f"# %pip install {where}"
     else:
-        how = '# %pip install -e ".[notebooks]"   (in a copy of the book\'s repository)'
-    return nbformat.v4.new_code_cell(
-        "# Outside the book's own environment (Colab, a bare Jupyter), install the\n"
-        "# book's package and what its chapters use, then restart the kernel:\n" + how
-    )
+        how = '# %pip install -e ".[notebooks]"   ' + _(
+            "(in a copy of the book's repository)"
+        )
+    return nbformat.v4.new_code_cell(_(FIRST_CELL) + how)
 
 
 def _edition(app: Sphinx) -> str:
@@ -325,6 +340,23 @@ def _edition(app: Sphinx) -> str:
 def _repository(app: Sphinx) -> str:
     """The book's repository URL (``repository.url`` of ``_config.yml``), or ""."""
     return repository_url(app.config)
+
+
+def _translations(app: Sphinx, page: str) -> dict[str, str]:
+    """The page's translated messages, in a build of another language ({} else)."""
+    from bookbuild.i18n import catalogue, is_translation
+
+    if "book_languages" not in app.config or not is_translation(app.config):
+        return {}
+    return catalogue(app.env, app.config, page)
+
+
+def _catalogue_time(app: Sphinx, page: str) -> float:
+    """When the page's catalogue (in this build's language) last changed, or 0."""
+    from bookbuild.translations import po_path
+
+    path = po_path(Path(app.srcdir), app.config.language or "en", page)
+    return path.stat().st_mtime if path.is_file() else 0.0
 
 
 def stable_ids(page: str, cells: list) -> None:
@@ -349,11 +381,24 @@ def build_notebook(app: Sphinx, page: str, executed) -> nbformat.NotebookNode:
     source_cells = notebook.cells
     if _edition(app) == "student":
         source_cells = without_solutions(source_cells)
-    cells = [install_cell(_repository(app))]
+    cells = [install_cell(_repository(app), app.config.language)]
+    messages = _translations(app, page)
+    if messages or has_own_numbers(app.config.language):
+        # the phrases glued by the code, in the page's language too
+        from bookbuild.i18n_glue import translate_glued
+
+        for value in values.values():
+            if isinstance(text := value.get("text/markdown"), str):
+                value["text/markdown"] = translate_glued(
+                    text, messages, app.config.language
+                )
     for cell in source_cells:
         if cell.cell_type == "markdown":
             text, attachments = convert_markdown(
-                cell.source, values, resolver, source_path.parent
+                translate_markdown(cell.source, messages) if messages else cell.source,
+                values,
+                resolver,
+                source_path.parent,
             )
             if not text.strip():
                 continue
@@ -403,7 +448,7 @@ def _write_notebooks(app: Sphinx, exception: Exception | None) -> None:
         source = root / f"{page}.md"
         record = records.get(str(source.resolve()))
         target = folder / f"{Path(page).name}.ipynb"
-        inputs = [shared, source.stat().st_mtime]
+        inputs = [shared, source.stat().st_mtime, _catalogue_time(app, page)]
         if record is not None:
             inputs.append(record.created.replace(tzinfo=UTC).timestamp())
         if target.exists() and target.stat().st_mtime >= max(inputs):
@@ -414,16 +459,32 @@ def _write_notebooks(app: Sphinx, exception: Exception | None) -> None:
         nbformat.write(notebook, target)
 
 
+def _translations_folder(app: Sphinx) -> str:
+    """The language's folder of a translation ("fr"), "" in the root language."""
+    from bookbuild.i18n import is_translation
+    from bookbuild.messages import base_language
+
+    if "book_languages" not in app.config or not is_translation(app.config):
+        return ""
+    return base_language(app.config.language)
+
+
 def _link(app: Sphinx, pagename: str, templatename, context, doctree) -> None:
     if pagename not in lessons(Path(app.srcdir)):
         return
     name = f"{Path(pagename).name}.ipynb"
     href = "../" * pagename.count("/") + f"{FOLDER}/{name}"
-    links = [f'<a href="{href}" download>Download this chapter as a notebook</a>']
-    # The workflow publishes the notebooks of each edition in their own folder.
+    _ = gettext(app.config.language)
+    download = _("Download this chapter as a notebook")
+    links = [f'<a href="{href}" download>{download}</a>']
+    # The workflow publishes the notebooks of each edition in their own folder
+    # (and those of a translation in its language's folder).
     published = f"{_edition(app)}/{name}"
+    if _translations_folder(app):
+        published = f"{_translations_folder(app)}/{published}"
     for service, url in launch_links(_repository(app), published).items():
-        links.append(f'<a href="{html.escape(url)}">Open it on {service}</a>')
+        opening = _("Open it on {service}").format(service=service)
+        links.append(f'<a href="{html.escape(url)}">{opening}</a>')
     context["body"] = (
         '<p class="qkv-notebook-link">' + " · ".join(links) + "</p>"
     ) + context.get("body", "")
@@ -437,7 +498,8 @@ def setup(app: Sphinx) -> dict:
 
 def branch_folder(root: Path, repository: str, commit: str = "main") -> Path:
     """The files of the ``notebooks`` branch, in ``_build/notebooks-branch``: the
-    notebooks of both editions (``full/``, ``student/``), and what Binder installs.
+    notebooks of both editions (``full/``, ``student/``), those of each translation
+    (``fr/full/``, ``fr/student/``), and what Binder installs.
     """
     import shutil
 
@@ -447,6 +509,9 @@ def branch_folder(root: Path, repository: str, commit: str = "main") -> Path:
         "full": Path(root) / "_build" / "html" / FOLDER,
         "student": Path(root) / "_build" / "student" / "_build" / "html" / FOLDER,
     }
+    for language in translated_languages(root):
+        for name, folder in list(editions.items()):
+            editions[f"{language}/{name}"] = folder.parent / language / FOLDER
     for name, folder in editions.items():
         notebooks = sorted(folder.glob("*.ipynb"))
         if not notebooks:

@@ -22,18 +22,20 @@ from bookbuild.browser import CHROMIUM
 
 @dataclass
 class BuildResult:
-    """A finished build: its exit code, everything it printed, its site."""
+    """A finished build: its exit code, everything it printed, its site (and
+    what the build of its translations printed, also part of ``output``)."""
 
     returncode: int
     output: str
     html: Path
+    translations_output: str = ""
 
 
 def build_book(
     source: Path, env: dict[str, str] | None = None, prefill: bool = False
 ) -> BuildResult:
-    """Run the book's strict build on ``source``; with ``prefill``, execute the
-    chapters in parallel first, as ``make book`` does."""
+    """Run the book's strict build on ``source``, then its translations'; with
+    ``prefill``, execute the chapters in parallel first, as ``make book`` does."""
     env = {**os.environ, **(env or {})}
     env.pop("MPLBACKEND", None)  # a headless backend would hide every figure
     prefill_output = ""
@@ -56,10 +58,23 @@ def build_book(
         text=True,
         timeout=1800,
     )
+    translations = ""
+    if result.returncode == 0:
+        done = subprocess.run(
+            [sys.executable, "-m", "bookbuild.translations", "build"],
+            cwd=source,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
+        translations = done.stdout + done.stderr
+        result.returncode = done.returncode
     return BuildResult(
         result.returncode,
-        prefill_output + result.stdout + result.stderr,
+        prefill_output + result.stdout + result.stderr + translations,
         Path(source) / "_build" / "html",
+        translations,
     )
 
 
