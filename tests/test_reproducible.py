@@ -104,7 +104,8 @@ def write_site(root: Path, pages: dict[str, str], images: dict[str, str]) -> Pat
     (root / "_images").mkdir(parents=True, exist_ok=True)
     for name, text in images.items():
         (root / "_images" / name).write_text(text)
-    index = {"docnames": list(pages), "terms": {"12": 0}, "titleterms": {}}
+    docnames = [name.removesuffix(".html") for name in pages]
+    index = {"docnames": docnames, "terms": {"12": 0}, "titleterms": {}}
     (root / "searchindex.js").write_text(f"Search.setIndex({json.dumps(index)})")
     return root
 
@@ -132,6 +133,36 @@ def test_two_sites_compared_file_by_file(tmp_path):
     unexplained = [d for d in compare_sites(a, b, {"book/timed": "t"}) if not d.reason]
     assert {d.path for d in unexplained} == {"book/a.html", "_images/x.svg"}
     assert "NOT EXPLAINED" in str(unexplained[0])
+
+
+def test_the_french_edition_is_compared_as_its_own_site(tmp_path):
+    """``fr/`` holds a second edition: its timed pages, their figures, notebooks
+    and search-index words are explained as the English ones are; the rest of
+    it must be identical."""
+    pages = {"book/a.html": "same", "book/timed.html": "took 3 s"}
+    a, b = tmp_path / "a", tmp_path / "b"
+    for site in (a, b):
+        write_site(site, pages, {})
+        write_site(site / "fr", pages, {})
+    (b / "fr" / "book" / "timed.html").write_text('4 s <img src="../_images/t.svg">')
+    (b / "fr" / "_images" / "t.svg").write_text("<svg>4</svg>")
+    (b / "fr" / "_notebooks").mkdir()
+    (b / "fr" / "_notebooks" / "timed.ipynb").write_text("{}")
+    index = {"docnames": ["book/a", "book/timed"], "terms": {"12": 0, "4": 1}}
+    index["titleterms"] = {}
+    (b / "fr" / "searchindex.js").write_text(f"Search.setIndex({json.dumps(index)})")
+    found = compare_sites(a, b, timed={"book/timed": "it times things"})
+    assert {d.path for d in found} == {
+        "fr/_images/t.svg",
+        "fr/_notebooks/timed.ipynb",
+        "fr/book/timed.html",
+        "fr/searchindex.js",
+    }
+    assert all(d.reason for d in found), found
+
+    (b / "fr" / "book" / "a.html").write_text("changed")
+    unexplained = [d for d in compare_sites(a, b, {"book/timed": "t"}) if not d.reason]
+    assert [d.path for d in unexplained] == ["fr/book/a.html"]
 
 
 def test_only_unused_images_are_removed(tmp_path):

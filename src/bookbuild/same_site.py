@@ -43,6 +43,8 @@ TIMED_PAGES = {
     "book/how-attention-learns": "reports how long the training took",
     "book/cost-of-attention": "measures the run time and memory of attention",
     "book/decoders": "reports how long the induction model took to train",
+    "book/cross-attention": "reports how long the translators took to train",
+    "book/positions": "reports how long the five position models took to train",
     "book/faq": "pastes the slopes that the cost chapter measured",
     "book/build-info": "gives when each chapter was executed and how long it took",
 }
@@ -95,15 +97,31 @@ def _files(site: Path) -> set[str]:
     return {p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file()}
 
 
-def _image_pages(site: Path) -> dict[str, set[str]]:
-    """Image name -> the pages (without ``.html``) that show it."""
-    shown: dict[str, set[str]] = {}
+def _editions(site: Path) -> set[str]:
+    """The folders of the site that hold another edition (``fr``): each has
+    its own pages, images, notebooks and search index."""
+    return {index.parent.name for index in Path(site).glob(f"*/{SEARCH_INDEX}")}
+
+
+def _split_edition(path: str, editions: set[str]) -> tuple[str, str]:
+    """``("fr", "book/faq.html")`` for ``fr/book/faq.html``; ``("", path)``
+    for a file of the English edition."""
+    first, _, rest = path.partition("/")
+    return (first, rest) if rest and first in editions else ("", path)
+
+
+def _image_pages(site: Path) -> dict[tuple[str, str], set[str]]:
+    """(edition, image name) -> the pages (without ``.html`` or the edition's
+    folder) that show it."""
+    editions = _editions(site)
+    shown: dict[tuple[str, str], set[str]] = {}
     for page in site.rglob("*.html"):
         if "_static" in page.parts:
             continue
-        name = page.relative_to(site).with_suffix("").as_posix()
+        edition, name = _split_edition(page.relative_to(site).as_posix(), editions)
+        name = name[: -len(".html")]
         for image in IMAGE_REFERENCE.findall(page.read_text(encoding="utf-8")):
-            shown.setdefault(image, set()).add(name)
+            shown.setdefault((edition, image), set()).add(name)
     return shown
 
 
@@ -137,10 +155,12 @@ def _search_index(site: Path, leave_out: set[str]) -> dict:
 
 def compare_sites(a: Path, b: Path, timed: dict[str, str]) -> list[Difference]:
     """Every file that differs between the sites ``a`` and ``b``, explained
-    when it belongs to a page of ``timed`` (page -> why it changes)."""
+    when it belongs to a page of ``timed`` (page -> why it changes), in any
+    edition (``fr/book/faq.html`` is the French ``book/faq``)."""
     a, b = Path(a), Path(b)
     files_a, files_b = _files(a), _files(b)
     shown = {"a": _image_pages(a), "b": _image_pages(b)}
+    editions = _editions(a) | _editions(b)
     differences = []
     for path in sorted(files_a | files_b):
         if path in files_a and path in files_b:
@@ -149,16 +169,18 @@ def compare_sites(a: Path, b: Path, timed: dict[str, str]) -> list[Difference]:
             detail, side = "differs", "a"
         else:
             detail, side = ("only in a", "a") if path in files_a else ("only in b", "b")
+        edition, inner = _split_edition(path, editions)
         reason = ""
-        page = _page_of(path, set(timed))
+        page = _page_of(inner, set(timed))
         if page in timed:
             reason = timed[page]
-        elif path.startswith(f"{IMAGES}/"):
-            pages = shown[side].get(path[len(IMAGES) + 1 :], set())
+        elif inner.startswith(f"{IMAGES}/"):
+            pages = shown[side].get((edition, inner[len(IMAGES) + 1 :]), set())
             if pages and pages <= set(timed):
                 reason = f"a figure of {', '.join(sorted(pages))} only"
-        elif path == SEARCH_INDEX and detail == "differs":
-            if _search_index(a, set(timed)) == _search_index(b, set(timed)):
+        elif inner == SEARCH_INDEX and detail == "differs":
+            index_a = _search_index(a / edition, set(timed))
+            if index_a == _search_index(b / edition, set(timed)):
                 reason = "the words (numbers) of the timed pages; the rest is equal"
         differences.append(Difference(path, detail, reason))
     return differences
