@@ -82,23 +82,21 @@ book: $(if $(filter student,$(EDITION)),$(STUDENT_BUILT),$(BUILT))
 $(STUDENT_BUILT): $(INSTALLED) $(BOOK_INPUTS)
 	@mkdir -p $(@D) && touch $@.start
 	@$(BIN)/python -P -m bookbuild.prefill
-	@QKV_EDITION=student $(BIN)/jupyter-book build . -W -n --keep-going \
-		--path-output _build/student
-	@QKV_EDITION=student $(BIN)/python -m bookbuild.translations build \
+	@QKV_EDITION=student $(BIN)/python -m bookbuild.translations site \
 		--path-output _build/student
 	@echo "student edition: _build/student/_build/html/index.html"
 	@mv $@.start $@
 
 # Chapters not yet in the execution cache run first, in parallel (one per core);
-# Sphinx then builds the site from the cache, strictly; then each translation
-# (locales/) into _build/html/<language>, from the same cache.
+# then Sphinx builds the site from the cache, strictly (jupyter-book build . -W
+# -n --keep-going), and, side by side with it, each translation (locales/) into
+# _build/html/<language>, from the same cache (bookbuild.translations site).
 # The stamp gets the time the build *started*: an input edited during the build,
 # or right after it, is newer than the stamp and triggers the next build.
 $(BUILT): $(INSTALLED) $(BOOK_INPUTS)
 	@mkdir -p $(@D) && touch $@.start
 	@$(BIN)/python -P -m bookbuild.prefill
-	@$(BIN)/jupyter-book build . -W -n --keep-going
-	@$(BIN)/python -m bookbuild.translations build
+	@$(BIN)/python -m bookbuild.translations site
 	@mv $@.start $@
 
 # For translators: the messages of every page extracted again, merged into

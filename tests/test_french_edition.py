@@ -56,6 +56,28 @@ def test_the_french_pass_is_strict_and_executes_nothing(built_book):
     assert not (HTML / "jupyter_execute").exists(), "executed notebooks in the site"
 
 
+def test_french_doctrees_hold_only_their_page(built_book):
+    """Every node of a French page points at that page's document, not at the
+    small document of the message it came from (whose settings hold the whole
+    build environment): French doctrees weigh about what English ones do."""
+    import pickle
+
+    assert built_book.returncode == 0, built_book.output[-3000:]
+    english = ROOT / "_build" / ".doctrees"
+    french = ROOT / "_build" / ".doctrees-fr"
+    for name in ("book/self-attention", "book/transformer-block"):
+        doctree = pickle.loads((french / f"{name}.doctree").read_bytes())
+        foreign = [
+            node
+            for node in doctree.findall()
+            if getattr(node, "_document", None) not in (None, doctree)
+        ]
+        assert not foreign, (name, foreign[:3])
+        size_fr = (french / f"{name}.doctree").stat().st_size
+        size_en = (english / f"{name}.doctree").stat().st_size
+        assert size_fr < 3 * size_en, (name, size_fr, size_en)
+
+
 def test_the_sample_pages_are_french(built_book):
     strict = strict_pages(ROOT, "fr")
     assert strict == "all" or "book/self-attention" in strict

@@ -396,3 +396,52 @@ def test_footnotes_of_a_translated_message_get_placeholder_definitions():
     text = with_definitions("Une note.[^a] Deux[^b].")
     assert "\n[^a]: -" in text and "\n[^b]: -" in text
     assert with_definitions("[^a]: La note.") == "[^a]: La note."
+
+
+class FakeProcess:
+    """A build that prints a line, started by ``subprocess.Popen``."""
+
+    started: list[str] = []
+
+    def __init__(self, command, cwd, stdout, stderr):
+        FakeProcess.started.append(command[-1])
+        stdout.write("le site en français\n")
+        self.code = 0 if "ok" in str(cwd) else 1
+
+    def wait(self):
+        return self.code
+
+    def poll(self):
+        return self.code
+
+
+@pytest.mark.parametrize(
+    ("folder", "root_code", "expected", "failed"),
+    [
+        ("ok", 0, 0, None),
+        ("ok", 2, 2, "the root language"),
+        ("bad", 0, 1, "the translations"),
+    ],
+)
+def test_site_builds_both_languages_side_by_side(
+    tmp_path, monkeypatch, capsys, folder, root_code, expected, failed
+):
+    """The translations start before the root language's build, their log is
+    printed after it, and the site fails when either build fails."""
+    FakeProcess.started = []
+
+    def root_build(command, cwd):
+        assert FakeProcess.started == ["build"], "translations not started first"
+        print("the English site")
+        return root_code
+
+    monkeypatch.setattr(translations.subprocess, "Popen", FakeProcess)
+    monkeypatch.setattr(translations.subprocess, "call", root_build)
+    assert translations.site(tmp_path / folder) == expected
+    out = capsys.readouterr().out
+    english, _, french = out.partition(translations.TRANSLATIONS_LOG)
+    assert "the English site" in english and "le site en français" in french
+    if failed:
+        assert f"site: the build of {failed} failed" in out
+    else:
+        assert "failed" not in out

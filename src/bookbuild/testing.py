@@ -18,6 +18,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from bookbuild.browser import CHROMIUM
+from bookbuild.translations import TRANSLATIONS_LOG
 
 
 @dataclass
@@ -34,8 +35,9 @@ class BuildResult:
 def build_book(
     source: Path, env: dict[str, str] | None = None, prefill: bool = False
 ) -> BuildResult:
-    """Run the book's strict build on ``source``, then its translations'; with
-    ``prefill``, execute the chapters in parallel first, as ``make book`` does."""
+    """Run the book's strict build on ``source`` and its translations' side by
+    side (``python -m bookbuild.translations site``); with ``prefill``, execute
+    the chapters in parallel first: as ``make book`` does."""
     env = {**os.environ, **(env or {})}
     env.pop("MPLBACKEND", None)  # a headless backend would hide every figure
     prefill_output = ""
@@ -49,30 +51,19 @@ def build_book(
             timeout=1800,
         )
         prefill_output = done.stdout + done.stderr
-    jupyter_book = Path(sys.executable).parent / "jupyter-book"
     result = subprocess.run(
-        [str(jupyter_book), "build", str(source), "-W", "-n", "--keep-going"],
+        [sys.executable, "-m", "bookbuild.translations", "site"],
         cwd=source,
         env=env,
         capture_output=True,
         text=True,
         timeout=1800,
     )
-    translations = ""
-    if result.returncode == 0:
-        done = subprocess.run(
-            [sys.executable, "-m", "bookbuild.translations", "build"],
-            cwd=source,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=1800,
-        )
-        translations = done.stdout + done.stderr
-        result.returncode = done.returncode
+    # `site` prints the translations' log (their stdout and stderr) after this line.
+    translations = result.stdout.partition(TRANSLATIONS_LOG)[2]
     return BuildResult(
         result.returncode,
-        prefill_output + result.stdout + result.stderr + translations,
+        prefill_output + result.stdout + result.stderr,
         Path(source) / "_build" / "html",
         translations,
     )

@@ -9,6 +9,12 @@
   ``build_sphinx``), as ``jupyter-book build`` does, with the language set and
   the output folder chosen. Chapters come from the execution cache: nothing is
   executed again.
+* ``site [--path-output DIR]``: the whole site, as ``make book`` builds it
+  once the chapters are in the execution cache: the root language
+  (``jupyter-book build . -W -n --keep-going``) and ``build`` side by side,
+  two processes (a Sphinx build uses one core; the two read the same cache and
+  write to different folders). The root language's log shows as it comes, the
+  translations' when they end; fails when either fails.
 * ``extract``: the messages of every page, ``_build/gettext/<page>.pot``
   (Sphinx's gettext builder, ``gettext_compact: false``: one file per page).
 * ``update`` (``make translations``): ``extract``, then ``sphinx-intl update
@@ -41,6 +47,8 @@ import yaml
 LOCALES = "locales"
 GETTEXT = Path("_build") / "gettext"
 ALL = "all"
+#: The line ``site`` prints before the translations' log.
+TRANSLATIONS_LOG = "site: what the build of the translations printed:"
 
 
 # -- the book's settings ----------------------------------------------------------
@@ -287,6 +295,36 @@ def build(root: Path, path_output: Path | None = None) -> int:
     return 0
 
 
+def site(root: Path, path_output: Path | None = None) -> int:
+    """The root language and every translation, built side by side (``site``)."""
+    import tempfile
+
+    output = ["--path-output", str(path_output)] if path_output else []
+    jupyter_book = Path(sys.executable).parent / "jupyter-book"
+    root_build = [str(jupyter_book), "build", str(root), "-W", "-n", "--keep-going"]
+    others_build = [sys.executable, "-m", "bookbuild.translations", "build"]
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as log:
+        others = subprocess.Popen(
+            others_build + output, cwd=root, stdout=log, stderr=subprocess.STDOUT
+        )
+        try:
+            sys.stdout.flush()
+            root_code = subprocess.call(root_build + output, cwd=root)
+            others_code = others.wait()
+        finally:
+            if others.poll() is None:
+                others.terminate()
+        log.seek(0)
+        print(TRANSLATIONS_LOG)
+        sys.stdout.write(log.read())
+        sys.stdout.flush()
+    if root_code or others_code:
+        failed = ["the root language"] * bool(root_code)
+        failed += ["the translations"] * bool(others_code)
+        print(f"site: the build of {' and '.join(failed)} failed")
+    return root_code or others_code
+
+
 def extract(root: Path) -> int:
     """``_build/gettext/<page>.pot`` for every page."""
     target = Path(root) / GETTEXT
@@ -482,6 +520,8 @@ def main(argv: list[str]) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     building = commands.add_parser("build", help="the translated sites")
     building.add_argument("--path-output", type=Path, default=None)
+    whole = commands.add_parser("site", help="root language and translations")
+    whole.add_argument("--path-output", type=Path, default=None)
     commands.add_parser("extract", help="the .pot files, in _build/gettext")
     commands.add_parser("update", help="extract, merge into the .po files, stats")
     commands.add_parser("stats", help="messages translated, fuzzy, missing")
@@ -491,6 +531,8 @@ def main(argv: list[str]) -> int:
     root = Path(".").resolve()
     if args.command == "build":
         return build(root, args.path_output)
+    if args.command == "site":
+        return site(root, args.path_output)
     if args.command == "check":
         return check(root, extract_first=not args.no_extract)
     return {"extract": extract, "update": update, "stats": stats}[args.command](root)
