@@ -31,7 +31,8 @@ The six fixes are their own extensions, loaded from here:
 :mod:`~bookbuild.i18n_solution_titles`, :mod:`~bookbuild.i18n_footnotes`,
 :mod:`~bookbuild.i18n_toc_captions`, :mod:`~bookbuild.i18n_alt_texts`; and
 :mod:`~bookbuild.i18n_numbers` writes glued numbers the way of the page's
-language (``3\u202f168``, ``0,174`` in French).
+language (``3\u202f168``, ``0,174`` in French). :mod:`~bookbuild.i18n_parse_speed`
+parses translated messages without rebuilding a parser for each.
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ FIXES = (
     "bookbuild.i18n_glue",
     "bookbuild.i18n_exercise_titles",
     "bookbuild.i18n_solution_titles",
+    # Before the footnotes: their wrapper of MyST's parse must be the outer one.
+    "bookbuild.i18n_parse_speed",
     "bookbuild.i18n_footnotes",
     "bookbuild.i18n_toc_captions",
     "bookbuild.i18n_alt_texts",

@@ -9,7 +9,8 @@ Answer: ``make book`` first runs this module. It registers every chapter of
 ``_toc.yml`` in the same jupyter-cache folder that ``bookbuild.cache`` gives
 Sphinx, reading them with myst-nb's own reader (so the cache keys match), and
 executes the ones not cached yet, one kernel per core at a time, longest chapters
-first. Kernels are forked from a process that has imported torch already
+first (by the last run's times; on a cold build, by the size of their source).
+Kernels are forked from a process that has imported torch already
 (``bookbuild.kernels``), and each gets one torch thread (``OMP_NUM_THREADS=1``), so
 kernels do not fight over the cores. Sphinx then finds every chapter in the cache.
 A chapter that fails here is not cached: Sphinx executes it again and reports the
@@ -159,11 +160,18 @@ def main(root: Path) -> int:
         print(f"prefill: all chapters cached ({time.perf_counter() - start:.1f} s)")
         return 0
     kernels.start_warm_process()
-    # Longest chapters first (times of the previous run), one chapter per task:
-    # the two cores then finish at about the same time.
+    # Longest chapters first (times of the previous run; a chapter never run
+    # first of all), one chapter per task: the two cores then finish at about
+    # the same time. Without times (a cold build), the longest sources first:
+    # the chapters that train models are the long ones.
     runtimes_file = root / "_build" / ".jupyter_cache" / "runtimes.json"
     runtimes = json.loads(runtimes_file.read_text()) if runtimes_file.exists() else {}
-    todo.sort(key=lambda r: -runtimes.get(Path(r.uri).stem, float("inf")))
+    todo.sort(
+        key=lambda r: (
+            -runtimes.get(Path(r.uri).stem, float("inf")),
+            -Path(r.uri).stat().st_size,
+        )
+    )
     names = ", ".join(Path(record.uri).stem for record in todo)
     print(f"prefill: executing {len(todo)} chapter(s) in parallel: {names}", flush=True)
     NbProjectRecord.remove_tracebacks([r.pk for r in todo], cache.db)
