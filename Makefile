@@ -1,5 +1,6 @@
-# Two commands on a fresh machine with Python 3.11 and make:
-#   make book   build the site into _build/html (strict: a warning fails it)
+# Two commands on a fresh machine with Python 3.11, 3.12 or 3.13 and make:
+#   make book   build the site into _build/html, the French one into
+#               _build/html/fr (strict: a warning fails it)
 #   make test   every check: ruff, then pytest (package, book, browser)
 # and:  make serve (the built site on http://127.0.0.1:8000), make clean,
 #       make pdf (a PDF handout per chapter), make bench (build timings),

@@ -267,3 +267,16 @@ def test_no_glue_call_is_visible_on_the_site(built_book):
             for block in re.findall(r'<div class="cell_input.*?</pre>', html, re.S)
         )
         assert "glue(" not in code and "myst_nb" not in code, page
+
+
+def test_no_markdown_table_is_left_unrendered(built_book):
+    """A table glued inline (the ``{glue:md}`` role) is printed as its Markdown
+    source, pipes and dashes (typeset as em dashes); a table needs the
+    ``{glue:md}`` directive."""
+    raw_row = re.compile(r"\|\s*:?(?:-{3,}|\u2014)+:?\s*\|")
+    for page in pages(ROOT):
+        for site in (HTML, HTML / "fr"):
+            html = (site / f"{page}.html").read_text(encoding="utf-8")
+            text = re.sub(r"<(pre|script|style)\b.*?</\1>", " ", html, flags=re.S)
+            text = re.sub(r"<[^>]+>", " ", text)
+            assert not raw_row.search(text), (site.name, page, raw_row.search(text))

@@ -54,6 +54,27 @@ def test_head_view_prints_as_its_static_figure(pdfs):
     assert sum(len(page.images) for page in reader.pages) >= 1  # the static PNG
 
 
+def test_the_whole_book_has_every_chapter_in_order_with_a_bookmark_each(pdfs, tmp_path):
+    """``make pdf``'s ``book.pdf``: the handouts in the order of ``_toc.yml``, one
+    bookmark per chapter on its first page, the book's title."""
+    from bookbuild.citation import title_of
+
+    order = pages(ROOT)
+    handouts_in_order = [pdfs[page.split("/")[-1]] for page in order]
+    titles = [title_of(ROOT, page) for page in order]
+    book = PdfReader(
+        handouts.whole_book(handouts_in_order, titles, tmp_path / "book.pdf")
+    )
+    lengths = [len(PdfReader(path).pages) for path in handouts_in_order]
+    assert len(book.pages) == sum(lengths)
+    starts = [sum(lengths[:i]) for i in range(len(lengths))]
+    marks = [
+        (item.title, book.get_destination_page_number(item)) for item in book.outline
+    ]
+    assert marks == list(zip(titles, starts, strict=True))
+    assert book.metadata.title == "Attention, Computed"
+
+
 def test_french_handouts_are_printed_from_the_french_pages(built_book, tmp_path):
     require_chromium()
     chosen = ["book/intro", "book/self-attention"]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bookbuild.testing import build_book
-from bookbuild.urls import github_slug, launch_links, set_addresses
+from bookbuild.urls import github_slug, launch_links, set_addresses, set_project_urls
 
 ROOT = Path(__file__).resolve().parents[1]
 REPOSITORY = "https://github.com/example-org/attention-book"
@@ -31,6 +31,22 @@ def test_addresses_are_written_into_the_config():
     assert filled.count("\n") == config.count("\n")  # comments kept
     with pytest.raises(ValueError, match="baseurl"):
         set_addresses('repository:\n  url: ""\n', REPOSITORY, SITE)
+
+
+def test_project_urls_are_written_into_pyproject():
+    """The package names its home once the book has one; the source has none."""
+    import tomllib
+
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert tomllib.loads(text)["project"]["urls"] == {}
+    filled = tomllib.loads(set_project_urls(text, REPOSITORY, SITE))
+    assert filled["project"]["urls"] == {
+        "Homepage": SITE,
+        "Source": REPOSITORY,
+        "Issues": f"{REPOSITORY}/issues",
+    }
+    with pytest.raises(ValueError, match="project.urls"):
+        set_project_urls("[project]\nname = 'x'\n", REPOSITORY, SITE)
 
 
 def test_launch_links_need_a_github_repository():

@@ -87,7 +87,7 @@ def whole_book(
     for handout, title in zip(handouts, titles, strict=True):
         first_page = len(writer.pages)
         writer.append(str(handout))
-        writer.add_outline_item(title, first_page)
+        writer.add_outline_item(title=title, page_number=first_page)
     writer.add_metadata({"/Title": book_title})
     target.parent.mkdir(parents=True, exist_ok=True)
     with open(target, "wb") as out:

@@ -11,7 +11,9 @@ publishing workflow fills them from the GitHub repository it runs in, with
   :mod:`bookbuild.notebooks`); the workflow pushes the notebooks to the
   repository's ``notebooks`` branch, where those services find them;
 * every BibTeX entry gets the chapter's address (:mod:`bookbuild.citation`);
-* every notebook's first cell installs the book's package from the repository.
+* every notebook's first cell installs the book's package from the repository;
+* ``pyproject.toml`` gets the package's ``[project.urls]`` (:func:`set_project_urls`),
+  so that the package built from the published sources names its home.
 """
 
 from __future__ import annotations
@@ -73,15 +75,39 @@ def set_addresses(config_text: str, repository: str, site: str) -> str:
     return config_text
 
 
+PROJECT_URLS = "[project.urls]"
+
+
+def set_project_urls(pyproject_text: str, repository: str, site: str) -> str:
+    """``pyproject.toml``'s text with the lines of its ``[project.urls]`` table
+    (empty in the source) filled in: the site, its source, its issues."""
+    lines = pyproject_text.split("\n")
+    if PROJECT_URLS not in lines:
+        raise ValueError(f"pyproject.toml has no {PROJECT_URLS} table to fill")
+    at = lines.index(PROJECT_URLS) + 1
+    while at < len(lines) and lines[at].startswith("#"):
+        at += 1  # after the table's comment
+    urls = {"Homepage": site, "Source": repository}
+    if github_slug(repository):
+        urls["Issues"] = f"{repository.rstrip('/')}/issues"
+    filled = [f'{key} = "{value}"' for key, value in urls.items()]
+    return "\n".join(lines[:at] + filled + lines[at:])
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repository", required=True, help="https://github.com/o/n")
     parser.add_argument("--site", required=True, help="the published site's address")
     parser.add_argument("--config", default="_config.yml", type=Path)
+    parser.add_argument("--pyproject", default="pyproject.toml", type=Path)
     args = parser.parse_args(argv)
     text = args.config.read_text(encoding="utf-8")
     args.config.write_text(set_addresses(text, args.repository, args.site), "utf-8")
     print(f"{args.config}: repository {args.repository}, site {args.site}")
+    text = args.pyproject.read_text(encoding="utf-8")
+    text = set_project_urls(text, args.repository, args.site)
+    args.pyproject.write_text(text, encoding="utf-8")
+    print(f"{args.pyproject}: [project.urls] filled")
     return 0
 
 
