@@ -152,6 +152,8 @@ def translate_markdown(text: str, messages: dict[str, str]) -> str:
         words = msgid.split()
         if not words or messages[msgid] == msgid:
             continue
+        if words[0] not in text or words[-1] not in text:
+            continue  # cannot match: skip compiling its pattern (most messages)
         pattern = re.compile(
             _BEFORE + r"\s+".join(map(re.escape, words)) + _AFTER, re.M
         )
