@@ -13,6 +13,7 @@ figure stands in.
 from __future__ import annotations
 
 import base64
+import html
 import io
 import json
 import math
@@ -204,6 +205,24 @@ def test_the_page_language_can_be_forced():
     assert "requête" in examples(lang="fr")["abh"].static_alt()
     with pytest.raises(ValueError, match=r"lang must be None .* got 'de'"):
         explorables.scaled_scores(lang="de")
+
+
+@pytest.mark.parametrize("name", ["abh", "sdp", "mask", "rope"])
+def test_the_static_figure_carries_its_alt_text_in_each_language(name):
+    """Where the page decides the language, the static figure's ``alt`` is
+    English and ``data-alt-fr`` French; a French build of the book moves the
+    French one into ``alt`` (``bookbuild.i18n_alt_texts``)."""
+    from bookbuild.i18n_alt_texts import localise_widget_alts
+
+    english, french = examples()[name], examples(lang="fr")[name]
+    block = english.to_html()
+    img = re.search(r"<img [^>]*>", block).group(0)
+    assert f'alt="{html.escape(english.static_alt(), quote=True)}"' in img
+    assert f'data-alt-fr="{html.escape(french.static_alt(), quote=True)}"' in img
+    localised = re.search(r"<img [^>]*>", localise_widget_alts(block, "fr")).group(0)
+    assert f'alt="{html.escape(french.static_alt(), quote=True)}"' in localised
+    assert localise_widget_alts(block, "de") == block
+    assert "data-alt-" not in french.to_html()  # a forced language: one alt
 
 
 BAD = {

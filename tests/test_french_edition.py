@@ -257,3 +257,29 @@ def test_the_catalogues_pass_the_check(built_book):
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert "translations: 0 problem(s)" in done.stdout
+
+
+def test_citations_in_the_text_name_their_authors_in_french(built_book):
+    """Two authors are joined by "et" on a French page, "and" on an English one
+    (``bookbuild.i18n_citations``)."""
+    english = words(page(HTML / "book" / "motivation.html"))
+    french = words(page(FR / "book" / "motivation.html"))
+    assert "Hochreiter and Schmidhuber" in english
+    assert "Hochreiter et Schmidhuber" in french
+
+
+def test_interactive_figures_have_their_static_alt_text_in_french(built_book):
+    """The static figure of each explorable (shown where scripts do not run)
+    has its French alt text on a French page, its English one on an English
+    page."""
+    checked = 0
+    for name in ("attention-by-hand", "scaled-dot-product", "masking", "positions"):
+        for site, french in ((HTML, False), (FR, True)):
+            for img in re.findall(
+                r"<img [^>]*qkv-w-static[^>]*>", page(site / "book" / f"{name}.html")
+            ):
+                alt = unescape(re.search(r'\balt="([^"]*)"', img).group(1))
+                alt_fr = unescape(re.search(r'data-alt-fr="([^"]*)"', img).group(1))
+                assert (alt == alt_fr) == french, (name, site, alt)
+                checked += 1
+    assert checked == 8, checked

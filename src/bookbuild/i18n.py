@@ -32,7 +32,9 @@ The six fixes are their own extensions, loaded from here:
 :mod:`~bookbuild.i18n_toc_captions`, :mod:`~bookbuild.i18n_alt_texts`; and
 :mod:`~bookbuild.i18n_numbers` writes glued numbers the way of the page's
 language (``3\u202f168``, ``0,174`` in French). :mod:`~bookbuild.i18n_parse_speed`
-parses translated messages without rebuilding a parser for each.
+parses translated messages without rebuilding a parser for each;
+:mod:`~bookbuild.i18n_citations` joins the authors of a citation in the text
+with the page's words ("Hochreiter et Schmidhuber").
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ FIXES = (
     "bookbuild.i18n_toc_captions",
     "bookbuild.i18n_alt_texts",
     "bookbuild.i18n_numbers",
+    "bookbuild.i18n_citations",
 )
 
 

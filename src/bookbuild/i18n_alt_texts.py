@@ -19,13 +19,23 @@ message with the source and line of the figure. The French build needs
 nothing more: its Locale transform replaces ``image['alt']`` by the
 translation. The ``{figure}`` and ``{image}`` directives of MyST need no help
 (their image stays in the page).
+
+The static figure of an interactive widget of ``qkv.widgets`` (what shows
+where scripts do not run) is HTML, not an image node: the widget writes its
+alt text in each language (``alt`` in English, ``data-alt-fr``...), and in a
+translated build :class:`LocaliseWidgetAltTexts` puts the page's language in
+``alt``.
 """
 
 from __future__ import annotations
 
+import re
+
 from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.transforms.post_transforms import SphinxPostTransform
+
+from bookbuild.messages import base_language
 
 
 def _is_mime_bundle(node: nodes.Node) -> bool:
@@ -57,6 +67,39 @@ class KeepAltTextsForGettext(SphinxPostTransform):
                 self.document += copy
 
 
+def localise_widget_alts(html: str, language: str) -> str:
+    """``html`` with the ``alt`` of each image that has a ``data-alt-<language>``
+    replaced by it."""
+    pattern = re.compile(
+        r'(<img\b[^>]*?\balt=")[^"]*("[^>]*?\bdata-alt-'
+        + re.escape(language)
+        + r'="([^"]*)")'
+    )
+    return pattern.sub(lambda m: m.group(1) + m.group(3) + m.group(2), html)
+
+
+class LocaliseWidgetAltTexts(SphinxPostTransform):
+    """In a translated HTML build: the static figures of widgets get the alt
+    text of the page's language."""
+
+    default_priority = 900  # after myst-nb's SelectMimeType keeps the HTML
+    formats = ("html",)
+
+    def run(self) -> None:
+        from bookbuild.i18n import is_translation
+
+        if not is_translation(self.config):
+            return
+        language = base_language(self.config.language)
+        for raw in list(self.document.findall(nodes.raw)):
+            text = raw.astext()
+            if f"data-alt-{language}=" not in text:
+                continue
+            localised = localise_widget_alts(text, language)
+            raw.replace_self(nodes.raw(localised, localised, **raw.attributes))
+
+
 def setup(app: Sphinx) -> dict:
     app.add_post_transform(KeepAltTextsForGettext)
+    app.add_post_transform(LocaliseWidgetAltTexts)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -24,6 +24,8 @@ FRENCH: dict[str, str] = {
     # bookbuild.citation
     "Cite this chapter": "Citer ce chapitre",
     " and ": " et ",
+    # bookbuild.i18n_citations: before the last of three or more authors
+    ", and ": " et ",
     "Chapter": "Chapitre",
     "“{title}”": f"«{NBSP}{{title}}{NBSP}»",
     "In": "Dans",

@@ -291,6 +291,20 @@ class _Explorable(Widget):
             text = text.replace("{" + name + "}", str(value))
         return text
 
+    def static_alts(self) -> dict[str, str]:
+        """When the page decides the language (``lang=None``): the static
+        figure's alt text in every language but English (the ``alt`` itself)."""
+        if self.lang is not None:
+            return {}
+        alts = {}
+        for lang in LANGUAGES[1:]:
+            self.lang = lang
+            try:
+                alts[lang] = self.static_alt()
+            finally:
+                self.lang = None
+        return alts
+
     def _common(self) -> dict:
         return {
             "lang": self.lang,

@@ -131,13 +131,22 @@ class Widget:
         """The text alternative of the static figure."""
         raise NotImplementedError
 
+    def static_alts(self) -> dict[str, str]:
+        """The text alternative in other languages, ``{lang: text}`` (none by
+        default): each becomes a ``data-alt-<lang>`` attribute of the static
+        figure, which a translated build of the book puts in its ``alt``."""
+        return {}
+
     def _render(self) -> tuple[str, str]:
         """The HTML block and its static figure (PNG, base64)."""
         payload = json_for_script(self._payload())
         digest = hashlib.sha1(payload.encode()).hexdigest()[:10]
         root_id = f"{self.kind}-{digest}-{next(_counter)}"
         png = base64.b64encode(self.static_png()).decode()
-        alt = html.escape(self.static_alt(), quote=True)
+        alt = f'alt="{html.escape(self.static_alt(), quote=True)}"' + "".join(
+            f' data-alt-{lang}="{html.escape(text, quote=True)}"'
+            for lang, text in self.static_alts().items()
+        )
         css = FRAME_CSS.format(id=root_id) + self._css(root_id)
         script = (_PROLOGUE + self._script() + _EPILOGUE).replace("__ID__", root_id)
         root, live, static = (
@@ -152,7 +161,7 @@ class Widget:
             f'<div class="{root}" id="{root_id}">'
             f"<style>{css}</style>"
             f'<div class="{live}" hidden>{self._live()}</div>'
-            f'<img class="{static}" alt="{alt}" src="data:image/png;base64,{png}">'
+            f'<img class="{static}" {alt} src="data:image/png;base64,{png}">'
             f'<script type="application/json" class="qkv-w-data">{payload}</script>'
             f"<script>{script}</script>"
             "</div>"
