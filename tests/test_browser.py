@@ -7,6 +7,7 @@ a missing browser is a failure.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlparse
@@ -149,6 +150,29 @@ def test_head_view_reacts_to_focus_and_hover_over_http(site, browser):
     try:
         exercise_head_view(page)
         assert not outside_requests(requests, site)
+        assert not errors, errors
+    finally:
+        context.close()
+
+
+def test_head_view_speaks_french_on_a_french_page(site, browser):
+    """On the French page the view's labels, its status line (with decimal
+    commas) and the alt text of its static figure are French."""
+    context, page, _, errors = visit(browser, f"{site}/fr/{VIEW_PAGE}")
+    try:
+        view = page.locator(".qkv-headview").first
+        view.wait_for()
+        status = view.locator(".qkv-hv-status")
+        assert "Survolez" in status.text_content()
+        assert view.locator(".qkv-hv-layer-name").text_content() == "Couche"
+        assert view.locator(".qkv-hv-head-name").text_content() == "Tête"
+        left = view.locator(".qkv-hv-left")
+        assert left.get_attribute("aria-label") == "tokens qui portent attention"
+        left.locator(".qkv-hv-token").nth(2).focus()
+        text = status.text_content()
+        assert "regarde\u202f:" in text and re.search(r"\d,\d\d", text), text
+        alt = view.locator("img.qkv-w-static").get_attribute("alt")
+        assert alt.startswith("Carte de chaleur"), alt
         assert not errors, errors
     finally:
         context.close()

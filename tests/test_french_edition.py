@@ -269,11 +269,17 @@ def test_citations_in_the_text_name_their_authors_in_french(built_book):
 
 
 def test_interactive_figures_have_their_static_alt_text_in_french(built_book):
-    """The static figure of each explorable (shown where scripts do not run)
-    has its French alt text on a French page, its English one on an English
-    page."""
+    """The static figure of each explorable and of the head view (shown where
+    scripts do not run) has its French alt text on a French page, its English
+    one on an English page."""
     checked = 0
-    for name in ("attention-by-hand", "scaled-dot-product", "masking", "positions"):
+    for name in (
+        "attention-by-hand",
+        "scaled-dot-product",
+        "masking",
+        "positions",
+        "pretrained-model",  # the head view
+    ):
         for site, french in ((HTML, False), (FR, True)):
             for img in re.findall(
                 r"<img [^>]*qkv-w-static[^>]*>", page(site / "book" / f"{name}.html")
@@ -282,4 +288,4 @@ def test_interactive_figures_have_their_static_alt_text_in_french(built_book):
                 alt_fr = unescape(re.search(r'data-alt-fr="([^"]*)"', img).group(1))
                 assert (alt == alt_fr) == french, (name, site, alt)
                 checked += 1
-    assert checked == 8, checked
+    assert checked == 10, checked

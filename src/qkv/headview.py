@@ -10,7 +10,9 @@ Design constraints, each tested: those of every widget of :mod:`qkv.widgets` (no
 network, no CDN, no require.js; several views on one page do not interfere; tokens
 are escaped, so a token such as ``</script>`` cannot run code; a static heatmap, a
 PNG inside the page, stands in where scripts do not run and in print), and it runs
-in the built site over http and from ``file://``.
+in the built site over http and from ``file://``. Its words follow the page's
+language (``<html lang>``: English or French), its static figure's alt text too
+(in a French build of the book).
 """
 
 from __future__ import annotations
@@ -25,6 +27,35 @@ __all__ = ["HeadView", "head_view"]
 
 ROW_HEIGHT = 26  # px per token row
 LINES_WIDTH = 170  # px between the two columns
+
+NNBSP = "\u202f"  # French: a narrow no-break space before : and ;
+
+#: The view's words in each language; ``{...}`` are filled in.
+LABELS = {
+    "en": {
+        "layer": "Layer",
+        "head": "Head",
+        "attending": "attending tokens",
+        "attended": "attended tokens",
+        "idle": "Hover or focus a token on the left to see where it looks.",
+        "looks": "{token} looks at: {top}",
+        "sep": ", ",
+        "alt": "Attention heatmap of layer {layer}, head {head}, over the tokens: "
+        "{tokens}",
+    },
+    "fr": {
+        "layer": "Couche",
+        "head": "Tête",
+        "attending": "tokens qui portent attention",
+        "attended": "tokens regardés",
+        "idle": "Survolez un token de gauche, ou donnez-lui le focus, pour voir "
+        "où il regarde.",
+        "looks": f"{{token}} regarde{NNBSP}: {{top}}",
+        "sep": f"{NNBSP}; ",
+        "alt": "Carte de chaleur de l’attention de la couche {layer}, tête {head}, "
+        f"sur les tokens{NNBSP}: {{tokens}}",
+    },
+}
 
 _CSS = """
 #{id} {{ background:#fff; color:#111; border:1px solid #ccc; border-radius:6px;
@@ -54,6 +85,17 @@ _SCRIPT = """
   var svg = root.querySelector(".qkv-hv-lines");
   var status = root.querySelector(".qkv-hv-status");
   var NS = "http://www.w3.org/2000/svg";
+  var lang = ((root.closest("[lang]") || document.documentElement)
+    .getAttribute("lang") || "en").slice(0, 2).toLowerCase();
+  var labels = data.labels[lang] || data.labels.en;
+  function weight(x) {
+    var text = x.toFixed(2);
+    return lang === "fr" ? text.replace(".", ",") : text;
+  }
+  root.querySelector(".qkv-hv-layer-name").textContent = labels.layer;
+  root.querySelector(".qkv-hv-head-name").textContent = labels.head;
+  root.querySelector(".qkv-hv-left").setAttribute("aria-label", labels.attending);
+  root.querySelector(".qkv-hv-right").setAttribute("aria-label", labels.attended);
   var ROW = __ROW__, WIDTH = __WIDTH__, n = data.tokens.length;
   var active = null;
 
@@ -90,7 +132,7 @@ _SCRIPT = """
       right[k].setAttribute("data-weight", active === null ? "" : shade.toFixed(3));
     }
     if (active === null) {
-      status.textContent = "Hover or focus a token on the left to see where it looks.";
+      status.textContent = labels.idle;
       return;
     }
     var order = [];
@@ -98,9 +140,10 @@ _SCRIPT = """
     order.sort(function (x, y) { return w[active][y] - w[active][x]; });
     var parts = [];
     for (var t = 0; t < Math.min(3, n); t++) {
-      parts.push(data.tokens[order[t]] + " " + w[active][order[t]].toFixed(2));
+      parts.push(data.tokens[order[t]] + " " + weight(w[active][order[t]]));
     }
-    status.textContent = data.tokens[active] + " looks at: " + parts.join(", ");
+    status.textContent = labels.looks.split("{token}").join(data.tokens[active])
+      .split("{top}").join(parts.join(labels.sep));
   }
 
   function activate(i) { active = i; draw(); }
@@ -181,6 +224,7 @@ class HeadView(Widget):
             "tokens": list(self.maps.tokens),
             "layers": self.layers,
             "weights": rounded,
+            "labels": LABELS,
         }
 
     def static_png(self) -> bytes:
@@ -196,11 +240,19 @@ class HeadView(Widget):
         )
         return figure_png(fig, dpi=110)
 
-    def static_alt(self) -> str:
+    def _alt(self, lang: str) -> str:
         return (
-            f"Attention heatmap of layer {self.layers[0]}, head {self.head}, "
-            f"over the tokens: {' '.join(self.maps.tokens)}"
+            LABELS[lang]["alt"]
+            .replace("{layer}", str(self.layers[0]))
+            .replace("{head}", str(self.head))
+            .replace("{tokens}", " ".join(self.maps.tokens))
         )
+
+    def static_alt(self) -> str:
+        return self._alt("en")
+
+    def static_alts(self) -> dict[str, str]:
+        return {lang: self._alt(lang) for lang in LABELS if lang != "en"}
 
     def _css(self, root_id: str) -> str:
         return _CSS.format(id=root_id, row=ROW_HEIGHT)
@@ -231,8 +283,10 @@ class HeadView(Widget):
         height = ROW_HEIGHT * len(tokens)
         return (
             '<div class="qkv-hv-controls">'
-            f'<label>Layer<select class="qkv-hv-layer">{layer_options}</select></label>'
-            f'<label>Head<select class="qkv-hv-head">{head_options}</select></label>'
+            '<label><span class="qkv-hv-layer-name">Layer</span>'
+            f'<select class="qkv-hv-layer">{layer_options}</select></label>'
+            '<label><span class="qkv-hv-head-name">Head</span>'
+            f'<select class="qkv-hv-head">{head_options}</select></label>'
             "</div>"
             '<div class="qkv-hv-body">'
             f'<ol class="qkv-hv-left" aria-label="attending tokens">{column}</ol>'
