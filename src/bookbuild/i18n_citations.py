@@ -47,9 +47,10 @@ def _choose_style(app: Sphinx, config: Config) -> None:
 
     from bookbuild.i18n import is_translation
 
-    if not is_translation(config):
+    # Without sphinxcontrib-bibtex (a book with no references) there is no style.
+    style = getattr(config, "bibtex_reference_style", None)
+    if not is_translation(config) or style is None:
         return
-    style = config.bibtex_reference_style
     language = base_language(config.language)
     name = f"{style}_{language}"
     register_plugin(GROUP, name, reference_style(style, language), force=True)
