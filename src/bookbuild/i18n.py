@@ -79,6 +79,17 @@ def is_translation(config) -> bool:
     return base_language(config.language) != base_language(root_language(config))
 
 
+def install_when_translated(app: Sphinx, install) -> None:
+    """Call ``install()`` once the configuration is read, in a build whose
+    language is not the root one (the fixes that patch a parser use it)."""
+
+    def _install(app: Sphinx, config: Config) -> None:
+        if is_translation(config):
+            install()
+
+    app.connect("config-inited", _install)
+
+
 def page_href(pagename: str, current: str, target: str, root: str) -> str:
     """The relative link from ``pagename`` in language ``current`` to the same
     page in ``target`` (the root language's site holds the others' folders)."""

@@ -20,7 +20,8 @@ from __future__ import annotations
 import re
 
 from sphinx.application import Sphinx
-from sphinx.config import Config
+
+from bookbuild.i18n import install_when_translated
 
 REFERENCE = re.compile(r"\[\^([^\]\s]+)\](?!:)")
 
@@ -53,13 +54,6 @@ def install() -> None:
         MystParser.parse = defining(MystParser.parse)
 
 
-def _install_if_translated(app: Sphinx, config: Config) -> None:
-    from bookbuild.i18n import is_translation
-
-    if is_translation(config):
-        install()
-
-
 def setup(app: Sphinx) -> dict:
-    app.connect("config-inited", _install_if_translated)
+    install_when_translated(app, install)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -35,7 +35,8 @@ from pathlib import Path
 
 from docutils import nodes
 from sphinx.application import Sphinx
-from sphinx.config import Config
+
+from bookbuild.i18n import install_when_translated
 
 KEY = "bookbuild_nb_renderer"
 #: Beside each page's ``.pot``: the messages that are glued phrases.
@@ -262,14 +263,7 @@ def install() -> None:
         Parser.parse = lending(Parser.parse)
 
 
-def _install_if_translated(app: Sphinx, config: Config) -> None:
-    from bookbuild.i18n import is_translation
-
-    if is_translation(config):
-        install()
-
-
 def setup(app: Sphinx) -> dict:
-    app.connect("config-inited", _install_if_translated)
+    install_when_translated(app, install)
     app.connect("doctree-resolved", _extract_glued_prose)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -25,7 +25,8 @@ import copy
 import functools
 
 from sphinx.application import Sphinx
-from sphinx.config import Config
+
+from bookbuild.i18n import install_when_translated
 
 TRANSLATED = "<translated>"
 
@@ -88,13 +89,6 @@ def install() -> None:
         MystParser.parse = reusing_parser(MystParser.parse)
 
 
-def _install_if_translated(app: Sphinx, config: Config) -> None:
-    from bookbuild.i18n import is_translation
-
-    if is_translation(config):
-        install()
-
-
 def setup(app: Sphinx) -> dict:
-    app.connect("config-inited", _install_if_translated)
+    install_when_translated(app, install)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
