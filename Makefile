@@ -45,34 +45,34 @@ unexport MPLBACKEND
 # Quiet: one line per step; errors still show. pip's -qq also hides the warnings
 # it prints about its machine-wide configuration (such as an extra index folder
 # that does not exist), which a user cannot act on here.
-$(INSTALLED): requirements.lock pyproject.toml
+$(INSTALLED): requirements.lock pyproject.toml bookbuild/pyproject.toml
 	@echo "install: $(VENV) with $(TORCH) and the packages of requirements.lock"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install -qq --disable-pip-version-check \
 		"uv==$$(sed -n 's/^uv==//p' requirements.lock)"
 	@$(UV_INSTALL) "$(TORCH)" $(TORCH_FROM)
 	@$(UV_INSTALL) -r requirements.lock
-	@$(UV_INSTALL) -e .
+	@$(UV_INSTALL) -e . -e ./bookbuild
 	@touch $@
 	@echo "install: done"
 
 # Re-resolve requirements.txt into requirements.lock (after editing it).
 lock: $(INSTALLED)
-	$(BIN)/python -m bookbuild.lock
+	$(BIN)/python -m bookbuild.tools.lock
 
 # For the publishing workflow: the public addresses into _config.yml, and the
 # files of the `notebooks` branch (after `make book` and `make book EDITION=student`).
 addresses: $(INSTALLED)
-	$(BIN)/python -m bookbuild.urls --repository "$(REPOSITORY)" --site "$(SITE)"
+	$(BIN)/python -m bookbuild.site.urls --repository "$(REPOSITORY)" --site "$(SITE)"
 
 notebooks-branch: $(INSTALLED)
-	$(BIN)/python -m bookbuild.notebooks --repository "$(REPOSITORY)"
+	$(BIN)/python -m bookbuild.site.notebooks --repository "$(REPOSITORY)"
 
 # Everything the site is built from: if none of it changed since the last
 # successful build, `make book` has nothing to do.
-BOOK_INPUTS := $(shell find book src _ext img locales -type f -not -name '*.pyc' \
+BOOK_INPUTS := $(shell find book src bookbuild/src img locales -type f -not -name '*.pyc' \
 	-not -name '*.mo' 2>/dev/null) _config.yml _toc.yml references.bib \
-	requirements.lock pyproject.toml
+	requirements.lock pyproject.toml bookbuild/pyproject.toml
 BUILT := _build/html/.built
 # `make book EDITION=student`: the same book without solutions, in its own folder.
 EDITION ?= full
@@ -82,8 +82,8 @@ book: $(if $(filter student,$(EDITION)),$(STUDENT_BUILT),$(BUILT))
 
 $(STUDENT_BUILT): $(INSTALLED) $(BOOK_INPUTS)
 	@mkdir -p $(@D) && touch $@.start
-	@$(BIN)/python -P -m bookbuild.prefill
-	@QKV_EDITION=student $(BIN)/python -m bookbuild.translations site \
+	@$(BIN)/python -P -m bookbuild.execute.prefill
+	@QKV_EDITION=student $(BIN)/python -m bookbuild.i18n.translations site \
 		--path-output _build/student
 	@echo "student edition: _build/student/_build/html/index.html"
 	@mv $@.start $@
@@ -91,21 +91,21 @@ $(STUDENT_BUILT): $(INSTALLED) $(BOOK_INPUTS)
 # Chapters not yet in the execution cache run first, in parallel (one per core);
 # then Sphinx builds the site from the cache, strictly (jupyter-book build . -W
 # -n --keep-going), and, side by side with it, each translation (locales/) into
-# _build/html/<language>, from the same cache (bookbuild.translations site).
+# _build/html/<language>, from the same cache (bookbuild.i18n.translations site).
 # The stamp gets the time the build *started*: an input edited during the build,
 # or right after it, is newer than the stamp and triggers the next build.
 $(BUILT): $(INSTALLED) $(BOOK_INPUTS)
 	@mkdir -p $(@D) && touch $@.start
-	@$(BIN)/python -P -m bookbuild.prefill
-	@$(BIN)/python -m bookbuild.translations site
+	@$(BIN)/python -P -m bookbuild.execute.prefill
+	@$(BIN)/python -m bookbuild.i18n.translations site
 	@mv $@.start $@
 
 # For translators: the messages of every page extracted again, merged into
 # locales/<language>/LC_MESSAGES/<page>.po (changed ones become fuzzy), and the
-# state of each catalogue. `python -m bookbuild.translations check` is the test.
+# state of each catalogue. `python -m bookbuild.i18n.translations check` is the test.
 translations: $(INSTALLED)
-	$(BIN)/python -P -m bookbuild.prefill
-	$(BIN)/python -m bookbuild.translations update
+	$(BIN)/python -P -m bookbuild.execute.prefill
+	$(BIN)/python -m bookbuild.i18n.translations update
 
 test: $(INSTALLED)
 	$(BIN)/ruff check .
@@ -118,28 +118,28 @@ serve: book
 
 # One PDF handout per chapter in _build/pdf, printed by headless Chromium.
 pdf: book
-	$(BIN)/python -m bookbuild.handouts
+	$(BIN)/python -m bookbuild.tools.handouts
 
 # Build speed: cold, nothing changed, prose edited, src/qkv edited (minutes).
 bench: $(INSTALLED)
-	$(BIN)/python -m bookbuild.bench
+	$(BIN)/python -m bookbuild.tools.bench
 
 # The targets of the tiny trained model (chapter "How attention learns").
 bench-toy: $(INSTALLED)
-	$(BIN)/python -m bookbuild.bench_toy
+	$(BIN)/python -m bookbuild.tools.bench_toy
 
 # The models of "Attention on images" and "Cross-attention" against their targets.
 bench-models: $(INSTALLED)
-	$(BIN)/python -m bookbuild.bench_models
+	$(BIN)/python -m bookbuild.tools.bench_models
 
 # Two clean builds in _build/same-site/{a,b}, compared file by file: only the
 # pages that show build-time timings may differ (minutes: two cold builds).
 same-site: $(INSTALLED)
-	$(BIN)/python -m bookbuild.same_site
+	$(BIN)/python -m bookbuild.tools.same_site
 
 # qkv.MultiHeadAttention's fast path against PyTorch's modules (one thread).
 bench-attention: $(INSTALLED)
-	$(BIN)/python -m bookbuild.bench_attention
+	$(BIN)/python -m bookbuild.tools.bench_attention
 
 clean:
 	rm -rf _build

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bookbuild.testing import BuildResult, build_book
+from bookbuild.tools.testing import BuildResult, build_book
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -44,7 +44,7 @@ def student_site(built_book):
     env = {**os.environ, "QKV_EDITION": "student"}
     env.pop("MPLBACKEND", None)
     done = subprocess.run(  # the student edition and its French edition (html/fr)
-        [sys.executable, "-m", "bookbuild.translations", "site"]
+        [sys.executable, "-m", "bookbuild.i18n.translations", "site"]
         + ["--path-output", str(out)],
         cwd=ROOT,
         env=env,

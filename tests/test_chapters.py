@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from bookbuild import chapter_code
 from bookbuild.toc import lessons
+from bookbuild.tools import chapter_code
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -122,7 +122,7 @@ def test_no_result_typed_by_hand(page):
 
 def test_chapter_code_passes_ruff():
     """The chapters' code cells follow the package's style (line length 88,
-    ruff's checks and format): ``python -m bookbuild.chapter_code format``."""
+    ruff's checks and format): ``python -m bookbuild.tools.chapter_code format``."""
     returncode, output = chapter_code.check(ROOT)
     assert returncode == 0, output[-6000:]
 

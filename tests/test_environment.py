@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from bookbuild.testing import make_variable
+from bookbuild.tools.testing import make_variable
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -114,7 +114,7 @@ def test_the_lock_is_complete_written_by_a_tool_and_refreshed_by_one_command():
         dist.metadata["Name"].lower().replace("_", "-")
         for dist in metadata.distributions()
     }
-    assert installed - locked <= {"torch", "qkv", "pip"}, installed - locked
+    assert installed - locked <= {"torch", "qkv", "bookbuild", "pip"}, installed - locked
     assert "make lock" in (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
 
 
@@ -129,9 +129,9 @@ def test_the_readme_gives_the_path_without_make():
         "pip install torch==",
         "pip install -r requirements.lock -e .",
         "jupyter-book build . -W -n --keep-going",
-        "python -m bookbuild.translations build",
+        "python -m bookbuild.i18n.translations build",
         "conda env create -f environment.yml",
-        "python -m bookbuild.prefill",
+        "python -m bookbuild.execute.prefill",
     ):
         assert step in portable, step
     assert f"torch=={make_variable(ROOT, 'TORCH_VERSION')}" in portable

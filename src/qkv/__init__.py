@@ -2,10 +2,17 @@
 
 Each chapter of the book imports from this package instead of copying code, and
 shows the source of what it uses. Start with :mod:`qkv.attention`;
-:mod:`qkv.explorables` makes its numbers interactive in the page.
+:mod:`qkv.page.explorables` makes its numbers interactive in the page.
+
+The package has three floors. At the top, the code a reader studies beside the
+chapters: :mod:`qkv.attention`, :mod:`qkv.transformer`, :mod:`qkv.positions`,
+:mod:`qkv.cost`, :mod:`qkv.check`, :mod:`qkv.pretrained`, :mod:`qkv.examples`,
+and :mod:`qkv.validate`, the argument checks every module shares.
+:mod:`qkv.experiments` holds the small models the chapters train;
+:mod:`qkv.page` what puts numbers, figures and widgets on a page. ``import qkv``
+loads the top floor only.
 """
 
-from qkv import explorables
 from qkv.attention import (
     MultiHeadAttention,
     SelfAttention,
@@ -26,7 +33,6 @@ __all__ = [
     "__version__",
     "causal_mask",
     "concat_heads",
-    "explorables",
     "padding_mask",
     "scaled_dot_product_attention",
     "sliding_window_mask",

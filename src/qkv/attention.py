@@ -40,6 +40,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from qkv.validate import broadcast_shapes, check_bool, check_floating, check_int
+
 __all__ = [
     "MultiHeadAttention",
     "SelfAttention",
@@ -51,41 +53,6 @@ __all__ = [
     "split_heads",
     "tiled_attention",
 ]
-
-
-def _check_int(name: str, value: int, minimum: int) -> int:
-    """Return ``value`` as an int; raise ``ValueError`` unless it is an integer
-    (not a bool, a float or a tensor) of at least ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(
-            f"{name} must be an int >= {minimum}, got {value!r} "
-            f"of type {type(value).__name__}"
-        )
-    if value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
-    return int(value)
-
-
-def _check_bool(name: str, value: bool) -> None:
-    """Raise ``ValueError`` unless ``value`` is True or False (``"no"`` is not)."""
-    if not isinstance(value, bool):
-        raise ValueError(
-            f"{name} must be True or False, got {value!r} "
-            f"of type {type(value).__name__}"
-        )
-
-
-def _check_floating(name: str, x: Tensor, min_rank: int = 2) -> None:
-    """Raise ``ValueError`` unless ``x`` is a floating tensor of rank >= min_rank."""
-    if not isinstance(x, Tensor):
-        raise ValueError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-    if x.dim() < min_rank:
-        raise ValueError(
-            f"{name} must have at least {min_rank} dimensions, "
-            f"got shape {tuple(x.shape)}"
-        )
-    if not x.is_floating_point():
-        raise ValueError(f"{name} must be a floating tensor, got dtype {x.dtype}")
 
 
 def causal_mask(
@@ -104,8 +71,8 @@ def causal_mask(
         Bool tensor of shape (L, S), True on and below the diagonal (aligned
         top-left, as in ``torch.nn.functional.scaled_dot_product_attention``).
     """
-    query_len = _check_int("query_len", query_len, minimum=0)
-    key_len = query_len if key_len is None else _check_int("key_len", key_len, 0)
+    query_len = check_int("query_len", query_len, minimum=0)
+    key_len = query_len if key_len is None else check_int("key_len", key_len, 0)
     ones = torch.ones(query_len, key_len, dtype=torch.bool, device=device)
     return ones.tril()  # (L, S)
 
@@ -132,9 +99,9 @@ def sliding_window_mask(
         Bool tensor of shape (L, S), True where 0 <= i - j < window (aligned
         top-left, as :func:`causal_mask`).
     """
-    query_len = _check_int("query_len", query_len, minimum=0)
-    window = _check_int("window", window, minimum=1)
-    key_len = query_len if key_len is None else _check_int("key_len", key_len, 0)
+    query_len = check_int("query_len", query_len, minimum=0)
+    window = check_int("window", window, minimum=1)
+    key_len = query_len if key_len is None else check_int("key_len", key_len, 0)
     i = torch.arange(query_len, device=device)[:, None]  # (L, 1)
     j = torch.arange(key_len, device=device)[None, :]  # (1, S)
     return (j <= i) & (j > i - window)  # (L, S)
@@ -163,7 +130,7 @@ def padding_mask(lengths: Tensor | list[int], max_len: int | None = None) -> Ten
     if (lengths < 0).any():
         raise ValueError(f"lengths must be non-negative, got {lengths.tolist()}")
     longest = int(lengths.max()) if lengths.numel() else 0
-    max_len = longest if max_len is None else _check_int("max_len", max_len, 0)
+    max_len = longest if max_len is None else check_int("max_len", max_len, 0)
     if max_len < longest:
         raise ValueError(
             f"max_len={max_len} is shorter than the longest of lengths "
@@ -255,7 +222,7 @@ def tiled_attention(
         where a NaN input reaches it). With ``is_causal``, the tiles above the
         diagonal are never read: a NaN there reaches no earlier query.
     """
-    block_size = _check_int("block_size", block_size, minimum=1)
+    block_size = check_int("block_size", block_size, minimum=1)
     scores_shape = _check_qkv(query, key, value)
     _check_options(None, is_causal, scale, scores_shape)
     *batch, n_queries, n_keys = scores_shape
@@ -291,19 +258,6 @@ def tiled_attention(
     return output
 
 
-def _broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...]:
-    """The shape ``shapes`` broadcast to (NumPy's rules); ``RuntimeError`` if they
-    do not. Plain Python: ``torch.broadcast_shapes`` imports sympy on first use."""
-    rank = max((len(shape) for shape in shapes), default=0)
-    result = []
-    for sizes in zip(*((1,) * (rank - len(s)) + tuple(s) for s in shapes), strict=True):
-        grown = {size for size in sizes if size != 1}
-        if len(grown) > 1:
-            raise RuntimeError(f"shapes {shapes} do not broadcast")
-        result.append(grown.pop() if grown else 1)
-    return tuple(result)
-
-
 def _check_qkv(query: Tensor, key: Tensor, value: Tensor) -> tuple[int, ...]:
     """Check query (..., L, E), key (..., S, E), value (..., S, Ev): floating,
     one dtype and device, E >= 1 and Ev >= 1 (L = 0 and S = 0 are allowed).
@@ -312,7 +266,7 @@ def _check_qkv(query: Tensor, key: Tensor, value: Tensor) -> tuple[int, ...]:
         The shape of the scores, (..., L, S), batch dims broadcast.
     """
     for name, x in (("query", query), ("key", key), ("value", value)):
-        _check_floating(name, x)
+        check_floating(name, x)
     q_shape, k_shape, v_shape = tuple(query.shape), tuple(key.shape), tuple(value.shape)
     if not query.dtype == key.dtype == value.dtype:
         raise ValueError(
@@ -345,7 +299,7 @@ def _check_qkv(query: Tensor, key: Tensor, value: Tensor) -> tuple[int, ...]:
             f"key {k_shape} and value {v_shape}"
         )
     try:
-        batch = _broadcast(q_shape[:-2], k_shape[:-2], v_shape[:-2])
+        batch = broadcast_shapes(q_shape[:-2], k_shape[:-2], v_shape[:-2])
     except RuntimeError:
         raise ValueError(
             "the batch dims of query, key and value must broadcast, got "
@@ -361,7 +315,7 @@ def _check_options(
     scores_shape: tuple[int, ...],
 ) -> None:
     """Check the mask, ``is_causal`` and ``scale`` of an attention call."""
-    _check_bool("is_causal", is_causal)
+    check_bool("is_causal", is_causal)
     if attn_mask is not None:
         _check_mask(attn_mask, scores_shape)
         if is_causal:
@@ -398,7 +352,7 @@ def _check_mask(attn_mask: Tensor, scores_shape: tuple[int, ...]) -> None:
         )
     mask_shape = tuple(attn_mask.shape)
     try:
-        fits = _broadcast(mask_shape, scores_shape) == scores_shape
+        fits = broadcast_shapes(mask_shape, scores_shape) == scores_shape
     except RuntimeError:
         fits = False
     if not fits:
@@ -435,8 +389,8 @@ def split_heads(x: Tensor, num_heads: int) -> Tensor:
     Returns:
         Shape (..., H, T, D / H): each head sees its own slice of the features.
     """
-    num_heads = _check_int("num_heads", num_heads, minimum=1)
-    _check_floating("x", x)
+    num_heads = check_int("num_heads", num_heads, minimum=1)
+    check_floating("x", x)
     *batch, length, dim = x.shape
     if dim % num_heads:
         raise ValueError(
@@ -458,7 +412,7 @@ def concat_heads(x: Tensor) -> Tensor:
     Returns:
         Shape (..., T, H * E).
     """
-    _check_floating("x", x, min_rank=3)
+    check_floating("x", x, min_rank=3)
     *batch, num_heads, length, head_dim = x.shape
     x = x.transpose(-3, -2)  # (..., T, H, E)
     return x.reshape(*batch, length, num_heads * head_dim)  # (..., T, D)
@@ -466,7 +420,7 @@ def concat_heads(x: Tensor) -> Tensor:
 
 def _check_input(name: str, x: Tensor, layer: nn.Linear) -> None:
     """Raise ``ValueError`` unless ``x`` (..., T, D) fits the projection ``layer``."""
-    _check_floating(name, x)
+    check_floating(name, x)
     if x.shape[-1] != layer.in_features:
         raise ValueError(
             f"the last dim of {name} must be embed_dim={layer.in_features}, "
@@ -493,8 +447,8 @@ class SelfAttention(nn.Module):
 
     def __init__(self, embed_dim: int, bias: bool = True) -> None:
         super().__init__()
-        embed_dim = _check_int("embed_dim", embed_dim, minimum=1)
-        _check_bool("bias", bias)
+        embed_dim = check_int("embed_dim", embed_dim, minimum=1)
+        check_bool("bias", bias)
         self.embed_dim = embed_dim
         self.W_q = nn.Linear(embed_dim, embed_dim, bias=bias)
         self.W_k = nn.Linear(embed_dim, embed_dim, bias=bias)
@@ -558,21 +512,21 @@ class MultiHeadAttention(nn.Module):
         bias: bool = True,
     ) -> None:
         super().__init__()
-        embed_dim = _check_int("embed_dim", embed_dim, minimum=1)
-        num_heads = _check_int("num_heads", num_heads, minimum=1)
+        embed_dim = check_int("embed_dim", embed_dim, minimum=1)
+        num_heads = check_int("num_heads", num_heads, minimum=1)
         if embed_dim % num_heads:
             raise ValueError(
                 f"embed_dim={embed_dim} must be divisible by num_heads={num_heads}"
             )
         if num_kv_heads is None:
             num_kv_heads = num_heads
-        num_kv_heads = _check_int("num_kv_heads", num_kv_heads, minimum=1)
+        num_kv_heads = check_int("num_kv_heads", num_kv_heads, minimum=1)
         if num_kv_heads > num_heads or num_heads % num_kv_heads:
             raise ValueError(
                 f"num_kv_heads={num_kv_heads} must divide num_heads={num_heads} "
                 "(every key/value head serves the same number of query heads)"
             )
-        _check_bool("bias", bias)
+        check_bool("bias", bias)
         self.embed_dim = embed_dim
         self.num_heads = num_heads
         self.num_kv_heads = num_kv_heads
@@ -661,14 +615,14 @@ class MultiHeadAttention(nn.Module):
         _check_input("query", query, self.W_q)
         _check_input("key", key, self.W_k)
         _check_input("value", value, self.W_v)
-        _check_bool("need_weights", need_weights)
+        check_bool("need_weights", need_weights)
         if key.shape[-2] != value.shape[-2]:
             raise ValueError(
                 "key and value must have the same length (dim -2), got "
                 f"key {tuple(key.shape)} and value {tuple(value.shape)}"
             )
         try:
-            batch = _broadcast(
+            batch = broadcast_shapes(
                 tuple(query.shape[:-2]), tuple(key.shape[:-2]), tuple(value.shape[:-2])
             )
         except RuntimeError:

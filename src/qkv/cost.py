@@ -39,13 +39,13 @@ from torch import Tensor
 
 from qkv.attention import (
     MultiHeadAttention,
-    _check_int,
     concat_heads,
     scaled_dot_product_attention,
     split_heads,
     tiled_attention,
 )
-from qkv.book import human_bytes
+from qkv.page.glue import human_bytes
+from qkv.validate import check_int
 
 __all__ = [
     "DECODE_SCHEMES",
@@ -85,15 +85,15 @@ def attention_flops(n: int, d: int) -> int:
     the values 2 n^2 d, and the softmax about 5 n^2 (max, subtract, exp, sum,
     divide). Projections are not included.
     """
-    n = _check_int("n", n, minimum=0)
-    d = _check_int("d", d, minimum=1)
+    n = check_int("n", n, minimum=0)
+    d = check_int("d", d, minimum=1)
     return 4 * n * n * d + 5 * n * n
 
 
 def score_bytes(n: int, bytes_per_number: int = 4) -> int:
     """Memory of one (n, n) matrix of scores (float32 by default)."""
-    n = _check_int("n", n, minimum=0)
-    bytes_per_number = _check_int("bytes_per_number", bytes_per_number, minimum=1)
+    n = check_int("n", n, minimum=0)
+    bytes_per_number = check_int("bytes_per_number", bytes_per_number, minimum=1)
     return n * n * bytes_per_number
 
 
@@ -138,9 +138,9 @@ def decode_multiply_adds(
     Returns:
         ``{"projections": ..., "scores": ..., "weighted sum": ...}``.
     """
-    length = _check_int("length", length, minimum=1)
-    dim = _check_int("embed_dim", embed_dim, minimum=1)
-    kv_dim = dim if kv_dim is None else _check_int("kv_dim", kv_dim, minimum=1)
+    length = check_int("length", length, minimum=1)
+    dim = check_int("embed_dim", embed_dim, minimum=1)
+    kv_dim = dim if kv_dim is None else check_int("kv_dim", kv_dim, minimum=1)
     _check_scheme(scheme)
     queries = length if scheme == "recompute" else 1  # rows through W_q and W_o
     projected = 1 if scheme == "cache" else length  # rows through W_k and W_v
@@ -160,10 +160,10 @@ def kv_cache_bytes(
 
     Explained in the chapter *cost-of-attention*.
     """
-    n_tokens = _check_int("n_tokens", n_tokens, minimum=0)
-    num_layers = _check_int("num_layers", num_layers, minimum=1)
-    kv_dim = _check_int("kv_dim", kv_dim, minimum=1)
-    bytes_per_number = _check_int("bytes_per_number", bytes_per_number, minimum=1)
+    n_tokens = check_int("n_tokens", n_tokens, minimum=0)
+    num_layers = check_int("num_layers", num_layers, minimum=1)
+    kv_dim = check_int("kv_dim", kv_dim, minimum=1)
+    bytes_per_number = check_int("bytes_per_number", bytes_per_number, minimum=1)
     return 2 * n_tokens * num_layers * kv_dim * bytes_per_number
 
 
@@ -265,7 +265,7 @@ def interleaved_times(
     Returns:
         name -> the ``rounds`` times of that call in seconds, round by round.
     """
-    rounds = _check_int("rounds", rounds, minimum=1)
+    rounds = check_int("rounds", rounds, minimum=1)
     if not calls:
         raise ValueError("calls must name at least one function to time, got none")
     clock = clock or default_clock()
@@ -532,7 +532,7 @@ def time_decoding(
         of every step of every round, an array (rounds, T); take the minimum
         over rounds (axis 0).
     """
-    rounds = _check_int("rounds", rounds, minimum=1)
+    rounds = check_int("rounds", rounds, minimum=1)
     schemes = list(schemes)
     if not schemes:
         raise ValueError("schemes must name at least one scheme, got none")

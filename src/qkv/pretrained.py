@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from qkv.attention import _check_int
+from qkv.validate import check_int
 
 __all__ = [
     "AttentionMaps",
@@ -307,7 +307,7 @@ def find_heads(
     """
     if not isinstance(maps, AttentionMaps):
         raise ValueError(f"maps must be AttentionMaps, got {type(maps).__name__}")
-    top = _check_int("top", top, minimum=1)
+    top = check_int("top", top, minimum=1)
     query, key = maps.index(query_token), maps.index(key_token)
     scores = maps.weights[:, :, query, key]  # (layers, heads)
     values, flat = scores.flatten().topk(min(top, scores.numel()))

@@ -28,7 +28,8 @@ import numbers
 import torch
 from torch import Tensor, nn
 
-from qkv.attention import MultiHeadAttention, _check_bool, _check_floating, _check_int
+from qkv.attention import MultiHeadAttention
+from qkv.validate import check_bool, check_floating, check_int
 
 __all__ = [
     "FeedForward",
@@ -41,7 +42,7 @@ __all__ = [
 
 def _check_features(x: Tensor, embed_dim: int) -> None:
     """Raise ``ValueError`` unless ``x`` is a floating tensor (..., D)."""
-    _check_floating("x", x, min_rank=1)
+    check_floating("x", x, min_rank=1)
     if x.shape[-1] != embed_dim:
         raise ValueError(
             f"the last dim of x must be embed_dim={embed_dim}, got x {tuple(x.shape)}"
@@ -63,8 +64,8 @@ def sinusoidal_positions(length: int, dim: int, base: float = 10_000.0) -> Tenso
     Returns:
         Tensor of shape (T, D).
     """
-    length = _check_int("length", length, minimum=1)
-    dim = _check_int("dim", dim, minimum=1)
+    length = check_int("length", length, minimum=1)
+    dim = check_int("dim", dim, minimum=1)
     _check_positive("base", base)
     if dim % 2:
         raise ValueError(f"dim must be even (sin and cos pairs), got dim={dim}")
@@ -101,9 +102,9 @@ class FeedForward(nn.Module):
 
     def __init__(self, embed_dim: int, ff_dim: int, bias: bool = True) -> None:
         super().__init__()
-        embed_dim = _check_int("embed_dim", embed_dim, minimum=1)
-        ff_dim = _check_int("ff_dim", ff_dim, minimum=1)
-        _check_bool("bias", bias)
+        embed_dim = check_int("embed_dim", embed_dim, minimum=1)
+        ff_dim = check_int("ff_dim", ff_dim, minimum=1)
+        check_bool("bias", bias)
         self.linear1 = nn.Linear(embed_dim, ff_dim, bias=bias)
         self.linear2 = nn.Linear(ff_dim, embed_dim, bias=bias)
 
@@ -130,7 +131,7 @@ class RMSNorm(nn.Module):
 
     def __init__(self, embed_dim: int, eps: float = 1e-6) -> None:
         super().__init__()
-        embed_dim = _check_int("embed_dim", embed_dim, minimum=1)
+        embed_dim = check_int("embed_dim", embed_dim, minimum=1)
         if isinstance(eps, bool) or not isinstance(eps, int | float) or not eps > 0:
             raise ValueError(f"eps must be a number > 0, got {eps!r}")
         self.embed_dim = embed_dim
@@ -164,8 +165,8 @@ class SwiGLU(nn.Module):
 
     def __init__(self, embed_dim: int, hidden_dim: int, bias: bool = False) -> None:
         super().__init__()
-        embed_dim = _check_int("embed_dim", embed_dim, minimum=1)
-        hidden_dim = _check_int("hidden_dim", hidden_dim, minimum=1)
+        embed_dim = check_int("embed_dim", embed_dim, minimum=1)
+        hidden_dim = check_int("hidden_dim", hidden_dim, minimum=1)
         self.embed_dim = embed_dim
         self.gate = nn.Linear(embed_dim, hidden_dim, bias=bias)  # W_gate
         self.up = nn.Linear(embed_dim, hidden_dim, bias=bias)  # W_up
@@ -207,7 +208,7 @@ class TransformerBlock(nn.Module):
     ) -> None:
         super().__init__()
         _check_positive("eps", eps)
-        _check_bool("pre_norm", pre_norm)
+        check_bool("pre_norm", pre_norm)
         self.pre_norm = pre_norm
         self.attention = MultiHeadAttention(embed_dim, num_heads, bias=bias)
         self.norm1 = nn.LayerNorm(embed_dim, eps=eps, bias=bias)

@@ -1,0 +1,215 @@
+"""Execute the chapters in parallel into the execution cache, before Sphinx runs.
+
+Problem: Jupyter Book executes notebooks one after the other (``sphinx-build -j``
+falls back to serial with a warning), so a cold build of the book takes the sum of
+all chapters' execution times on a machine with several cores. And each chapter's
+fresh kernel first spends seconds importing torch.
+
+Answer: ``make book`` first runs this module. It registers every chapter of
+``_toc.yml`` in the same jupyter-cache folder that ``bookbuild.execute.cache`` gives
+Sphinx, reading them with myst-nb's own reader (so the cache keys match), and
+executes the ones not cached yet, one kernel per core at a time, longest chapters
+first (by the last run's times; on a cold build, by the size of their source).
+Kernels are forked from a process that has imported torch already
+(``bookbuild.execute.kernels``), and each gets one torch thread
+(``OMP_NUM_THREADS=1``), so kernels do not fight over the cores. Sphinx then finds
+every chapter in the cache.
+A chapter that fails here is not cached: Sphinx executes it again and reports the
+error, so the strict build still fails on it.
+
+Every kernel gets the book's kernel environment (:mod:`bookbuild.execute.kernel_config`:
+the same string hashes in every build, short tracebacks). Before a chapter is
+cached, the pieces of text its cells printed are joined into one output per
+stream (:func:`join_streams`): the kernel sends printed text in pieces whose
+boundaries depend on timing, and myst-nb's own merge of the pieces strips the
+newline at the end of each one, so the page would get a blank line in some
+builds and not in others. One line is printed per chapter as it finishes.
+
+Usage: ``python -m bookbuild.execute.prefill [BOOK_ROOT]`` (default: the current
+folder).
+``QKV_WARM_KERNELS=0`` starts ordinary kernels instead of forked ones. A forked
+kernel that fails to start is not an error: the chapter runs again in an
+ordinary kernel, and later chapters too (one line says so).
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import sys
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+import yaml
+
+from bookbuild.execute import kernel_config, kernels
+from bookbuild.execute.cache import DEFAULT_PATHS, cache_path, prune_caches
+from bookbuild.execute.kernels import WarmKernelManager
+from bookbuild.toc import is_notebook, pages
+
+READER = {"name": "myst_nb_md", "type": "plugin"}
+
+
+def book_config(root: Path) -> dict:
+    return yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
+
+
+def dependency_paths(config: dict) -> list[str]:
+    sphinx_config = (config.get("sphinx") or {}).get("config") or {}
+    return list(sphinx_config.get("dependency_cache_paths", DEFAULT_PATHS))
+
+
+def execute(project_nb, execution: dict, manager=WarmKernelManager):
+    """Run one chapter in its folder, in a warm kernel, with the ``execute:``
+    settings of ``_config.yml`` (as Sphinx would); never raises.
+
+    If the kernel could not start or died (not a failing cell: that is the
+    chapter's own error), the chapter runs again in an ordinary kernel, and
+    warm kernels are given up for the rest of the build.
+    """
+    from jupyter_cache.executors.utils import ExecutionResult
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError
+
+    cwd = str(Path(project_nb.uri).parent)
+    notebook = project_nb.nb  # executed in place (a retry clears each output)
+    client = NotebookClient(
+        notebook,
+        timeout=execution.get("timeout", 30),
+        allow_errors=execution.get("allow_errors", False),
+        kernel_manager_class=manager,
+        resources={"metadata": {"path": cwd}},
+        record_timing=False,  # cell metadata is part of the cache key
+    )
+    start, error, trace = time.perf_counter(), None, None
+    try:
+        client.execute()
+    except (CellExecutionError, CellTimeoutError) as cell_error:
+        error, trace = cell_error, traceback.format_exc()  # the chapter's own
+    except Exception as kernel_error:  # a kernel that did not start, or died
+        # nbclient leaves its clean-up registered when a kernel fails to start.
+        atexit.unregister(client._cleanup_kernel)
+        if issubclass(manager, WarmKernelManager) and kernels.enabled():
+            kernels.fall_back(
+                f"a forked kernel failed in {Path(project_nb.uri).stem}: "
+                f"{type(kernel_error).__name__}: {kernel_error}"
+            )
+            return execute(project_nb, execution)  # now in an ordinary kernel
+        error, trace = kernel_error, traceback.format_exc()
+    result = ExecutionResult(notebook, cwd, time.perf_counter() - start, error, trace)
+    return project_nb, result
+
+
+def join_streams(notebook) -> None:
+    """Join the consecutive pieces of each cell's printed text, in place: one
+    ``stdout`` (or ``stderr``) output where the kernel sent several, their texts
+    concatenated exactly as printed."""
+    for cell in notebook.cells:
+        joined = []
+        for output in cell.get("outputs", []):
+            previous = joined[-1] if joined else None
+            if (
+                output.get("output_type") == "stream"
+                and previous is not None
+                and previous.get("output_type") == "stream"
+                and previous.get("name") == output.get("name")
+            ):
+                previous["text"] += output["text"]
+            else:
+                joined.append(output)
+        if "outputs" in cell:
+            cell["outputs"] = joined
+
+
+def store(cache, project_nb, result) -> int:
+    """Cache a chapter that ran, or record its traceback (as jupyter-cache's own
+    executors do); 0 when cached."""
+    from jupyter_cache.cache.db import NbProjectRecord
+    from jupyter_cache.executors.utils import create_cache_bundle
+
+    if result.err is not None:
+        print(f"prefill: {Path(project_nb.uri).stem} failed: {result.err!r}")
+        NbProjectRecord.set_traceback(project_nb.uri, result.exc_string, cache.db)
+        return 1
+    join_streams(project_nb.nb)  # executed in place
+    bundle = create_cache_bundle(project_nb, result.cwd, None, result.time, None)
+    cache.cache_notebook_bundle(bundle, check_validity=False, overwrite=True)
+    return 0
+
+
+def main(root: Path) -> int:
+    os.environ["OMP_NUM_THREADS"] = "1"  # one torch thread per kernel
+    os.environ.pop("MPLBACKEND", None)  # a headless backend would hide figures
+    kernel_config.apply(root / "_build")  # before the warm process starts
+    from jupyter_cache import get_cache
+    from jupyter_cache.cache.db import NbProjectRecord
+
+    start = time.perf_counter()
+    config = book_config(root)
+    folder = cache_path(root, root / "_build", dependency_paths(config))
+    if not folder.exists():
+        kernels.start_warm_process()  # every chapter will run: import torch now
+    cache = get_cache(folder)
+    prune_caches(folder)
+    for page in pages(root):
+        if is_notebook(root, page):
+            cache.add_nb_to_project(str(root / f"{page}.md"), read_data=READER)
+    todo = cache.list_unexecuted()
+    if not todo:
+        print(f"prefill: all chapters cached ({time.perf_counter() - start:.1f} s)")
+        return 0
+    kernels.start_warm_process()
+    # Longest chapters first (times of the previous run; a chapter never run
+    # first of all), one chapter per task: the two cores then finish at about
+    # the same time. Without times (a cold build), the longest sources first:
+    # the chapters that train models are the long ones.
+    runtimes_file = root / "_build" / ".jupyter_cache" / "runtimes.json"
+    runtimes = json.loads(runtimes_file.read_text()) if runtimes_file.exists() else {}
+    todo.sort(
+        key=lambda r: (
+            -runtimes.get(Path(r.uri).stem, float("inf")),
+            -Path(r.uri).stat().st_size,
+        )
+    )
+    names = ", ".join(Path(record.uri).stem for record in todo)
+    print(f"prefill: executing {len(todo)} chapter(s) in parallel: {names}", flush=True)
+    NbProjectRecord.remove_tracebacks([r.pk for r in todo], cache.db)
+    # Threads only wait on their kernels; the cache database is used from here.
+    notebooks = [cache.get_project_notebook(record.pk) for record in todo]
+    outcomes = []
+    with ThreadPoolExecutor(min(os.cpu_count() or 1, len(notebooks))) as pool:
+        execution = config.get("execute") or {}
+        runs = [pool.submit(execute, nb, execution) for nb in notebooks]
+        for done, run in enumerate(as_completed(runs), 1):
+            project_nb, result = run.result()
+            outcomes.append((store(cache, project_nb, result), project_nb.uri))
+            status = "failed" if result.err is not None else f"{result.time:.1f} s"
+            print(
+                f"prefill: [{done}/{len(runs)}] {Path(project_nb.uri).stem} ({status})",
+                flush=True,
+            )
+    failed = [uri for code, uri in outcomes if code != 0]
+    for record in cache.list_cache_records():
+        stem = Path(record.uri).stem
+        if record.data.get("execution_seconds") is not None:
+            runtimes[stem] = record.data["execution_seconds"]
+    runtimes_file.write_text(json.dumps(runtimes, indent=1, sort_keys=True))
+    print(
+        f"prefill: {len(outcomes) - len(failed)} executed, {len(failed)} failed "
+        f"({time.perf_counter() - start:.1f} s; kernels: "
+        f"{WarmKernelManager.launches['forked']} forked from the warm process, "
+        f"{WarmKernelManager.launches['ordinary']} ordinary)"
+        + (
+            f"; Sphinx will report: {', '.join(Path(f).stem for f in failed)}"
+            if failed
+            else ""
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(Path(sys.argv[1] if len(sys.argv) > 1 else ".").resolve()))

@@ -1,0 +1,59 @@
+"""Footnote references inside translated text (the fourth gap of the French edition).
+
+Problem: Sphinx translates a paragraph by parsing its ``msgstr`` alone. MyST-Parser
+3 (which Jupyter Book 1 pins) only reads ``[^note]`` as a footnote reference
+when the definition ``[^note]: ...`` is in the same parse; in a translated
+paragraph it is not, so the reference is printed literally, with the warning
+"inconsistent footnote references in translated message" (fixed in
+MyST-Parser 4, out of reach here).
+
+Answer: before a translated message is parsed, a placeholder definition is
+added for each footnote it refers to. The parser then makes real footnote
+references; Sphinx keeps only the message's first node (the paragraph) and
+gives its references the ids of the original ones, so they link to the page's
+footnotes as in the root language. Installed only in a build whose language
+is not the root one.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sphinx.application import Sphinx
+
+from bookbuild.i18n.languages import install_when_translated
+
+REFERENCE = re.compile(r"\[\^([^\]\s]+)\](?!:)")
+
+
+def with_definitions(text: str) -> str:
+    """``text`` followed by a placeholder definition for each footnote it refers
+    to without defining it."""
+    labels = dict.fromkeys(REFERENCE.findall(text))
+    defined = set(re.findall(r"^\[\^([^\]\s]+)\]:", text, re.M))
+    missing = [label for label in labels if label not in defined]
+    return text + "".join(f"\n\n[^{label}]: -\n" for label in missing)
+
+
+def defining(parse):
+    """Wrap MyST-Parser's ``MystParser.parse`` for translated messages."""
+
+    def parse_with_definitions(self, inputstring, document):
+        if document.current_source.endswith("<translated>"):
+            inputstring = with_definitions(inputstring)
+        return parse(self, inputstring, document)
+
+    parse_with_definitions.bookbuild_defines_footnotes = True
+    return parse_with_definitions
+
+
+def install() -> None:
+    from myst_parser.parsers.sphinx_ import MystParser
+
+    if not getattr(MystParser.parse, "bookbuild_defines_footnotes", False):
+        MystParser.parse = defining(MystParser.parse)
+
+
+def setup(app: Sphinx) -> dict:
+    install_when_translated(app, install)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,269 @@
+"""Glued values inside translated paragraphs (the first gap of the French edition).
+
+Problem: Sphinx translates a paragraph by parsing its ``msgstr`` as a small
+document of its own (source ``...:<translated>``). myst-nb parses it as plain
+MyST, without the notebook: its glue roles (``{glue:text}``, ``{glue}``,
+``{glue:md}``) look for the notebook renderer on that small document, find
+nothing, and render empty with the warning "No key ... found".
+
+Answer: while myst-nb parses a notebook page, the renderer it drops at the end
+of the parse is kept in ``env.temp_data`` (which Sphinx clears after each page);
+each translated sub-parse of that page borrows it, so the roles find the page's
+glued values and render them exactly as in the root language. Installed only
+in a build whose language is not the root one.
+
+Glued prose too. A chapter glues whole phrases built from its measurements
+(``{glue:md}`sa-perm-same```: "the same output vectors as the original ...");
+in a French sentence they would stay English. Each phrase a ``{glue:md}`` role
+shows is a message of its page: the gettext build extracts it as a template,
+its numbers and quoted words replaced by ``{0}``, ``{1}``... (so a translation
+survives new measurements and never types a number). On a page of another
+language, myst-nb's renderer is held in that language while the page is read:
+wherever a ``{glue:md}`` role shows a phrase (in a translated paragraph, or in
+a paragraph of its own, which is no message), the phrase is read through the
+catalogue and its values put back, written the way of the language (numbers
+and quotes, :mod:`bookbuild.i18n.numbers`; inside code or math as written). A
+phrase of no words (``0.05 + 0.24 = 0.29``) only has its values written again;
+a phrase not translated yet stays English.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from docutils import nodes
+from sphinx.application import Sphinx
+
+from bookbuild.i18n.languages import install_when_translated
+
+KEY = "bookbuild_nb_renderer"
+#: Beside each page's ``.pot``: the messages that are glued phrases.
+GLUED_SUFFIX = ".glued.json"
+
+# -- glued prose as messages ---------------------------------------------------------
+
+#: What a template leaves to the data: quoted words, then numbers.
+VARIABLE = re.compile(
+    r'"[^"\n]*"|“[^”\n]*”|(?<![\w{])[-+]?\d+(?:[.,]\d+)*(?:e[-+]?\d+)?%?(?![\w}])'
+)
+GLUE_MD_ROLE = re.compile(r"\{glue:md\}`([\w.-]+)(?::[\w-]+)?`")
+
+
+def template(text: str) -> tuple[str, list[str]]:
+    """A glued phrase as a message, and the values it leaves out:
+    ``'"dog" gets 2 votes'`` -> ``('{0} gets {1} votes', ['"dog"', '2'])``."""
+    values: list[str] = []
+
+    def hole(match: re.Match) -> str:
+        values.append(match.group(0))
+        return f"{{{len(values) - 1}}}"
+
+    return " ".join(VARIABLE.sub(hole, text).split()), values
+
+
+#: Where a value stays as the code wrote it: inline code, math.
+_AS_WRITTEN = r"`[^`\n]*`|\$[^$\n]*\$"
+_PLACEHOLDERS = re.compile(rf"({_AS_WRITTEN})|\{{(\d+)\}}")
+_VALUES = re.compile(rf"({_AS_WRITTEN})|{VARIABLE.pattern}")
+
+
+def fill(translation: str, values: list[str], language: str | None = None) -> str:
+    """A translated template with its values put back (``{0}`` -> values[0]),
+    written as ``language`` writes numbers and quotes
+    (:func:`~bookbuild.i18n.numbers.localise_value`), except inside inline code
+    or math."""
+    from bookbuild.i18n.numbers import localise_value
+
+    def put_back(match: re.Match) -> str:
+        if match.group(1):  # code or math: each value as written
+            return re.sub(
+                r"\{(\d+)\}", lambda m: values[int(m.group(1))], match.group(1)
+            )
+        return localise_value(values[int(match.group(2))], language)
+
+    return _PLACEHOLDERS.sub(put_back, translation)
+
+
+def localise_phrase(text: str, language: str | None) -> str:
+    """A glued phrase that is not a message (``0.05 + 0.24 = 0.29``,
+    ``"journey"``) with its numbers and quoted words written the way of
+    ``language``, except inside inline code or math."""
+    from bookbuild.i18n.numbers import has_own_numbers, localise_value
+
+    if not has_own_numbers(language):
+        return text
+    return _VALUES.sub(
+        lambda m: m.group(0) if m.group(1) else localise_value(m.group(0), language),
+        text,
+    )
+
+
+def is_prose(text: str) -> bool:
+    """True for a phrase worth translating (not a shape, a number, a quoted word)."""
+    from bookbuild.i18n.languages import has_words
+
+    return has_words(template(text)[0].replace("{", " ").replace("}", " "))
+
+
+def translate_glued(
+    text: str, messages: dict[str, str], language: str | None = None
+) -> str:
+    """A glued phrase in the catalogue's language, its values written the way of
+    ``language``. A phrase that is not a message only has its values written
+    again; a phrase not translated yet stays English, as it is."""
+    if not is_prose(text):
+        return localise_phrase(text, language)
+    message, values = template(text)
+    translation = messages.get(message)
+    if not translation:
+        return text
+    try:
+        return fill(translation, values, language)
+    except IndexError:  # a placeholder the phrase does not have: keep English
+        return text
+
+
+def _extract_glued_prose(app: Sphinx, doctree: nodes.document, docname: str):
+    """In the gettext build: each phrase a ``{glue:md}`` role of the page shows,
+    as a template, added to the page's messages."""
+    if app.builder.name != "gettext":
+        return
+    path = Path(app.env.doc2path(docname))
+    source = path.read_text(encoding="utf-8")
+    keys = dict.fromkeys(GLUE_MD_ROLE.findall(source))
+    glue_file = Path(app.env.mystnb_config.output_folder) / f"{docname}.glue.json"
+    if not keys or not glue_file.is_file():
+        return
+    glue = json.loads(glue_file.read_text(encoding="utf-8"))
+    glued = []
+    for key in keys:
+        text = glue.get(key, {}).get("data", {}).get("text/markdown")
+        if not isinstance(text, str) or not is_prose(text):
+            continue
+        message = template(text)[0]
+        glued.append(message)
+        paragraph = nodes.paragraph(message, message)
+        paragraph.source = str(path)
+        paragraph.line = source[: source.index(f"`{key}")].count("\n") + 1
+        paragraph.uid = ""  # the gettext builder skips nodes without one
+        doctree += paragraph
+    # Which messages are glued phrases: a measurement may take another branch on
+    # another machine, and the check then only notes the new phrase (it falls
+    # back to English) instead of failing the build of a lecturer.
+    listing = Path(app.outdir) / f"{docname}{GLUED_SUFFIX}"
+    listing.parent.mkdir(parents=True, exist_ok=True)
+    listing.write_text(json.dumps(glued, ensure_ascii=False), encoding="utf-8")
+
+
+class _With:
+    """An object seen through a few replaced attributes."""
+
+    def __init__(self, wrapped, **replaced) -> None:
+        self._wrapped = wrapped
+        self.__dict__.update(replaced)
+
+    def __getattr__(self, name: str):
+        return getattr(self._wrapped, name)
+
+
+def in_language(glue_data: dict, messages: dict[str, str], language: str | None):
+    """``glue_data`` of a notebook with its glued Markdown read through
+    ``messages`` (its values written the way of ``language``)."""
+    glue = {}
+    for key, entry in glue_data.items():
+        text = entry.get("data", {}).get("text/markdown")
+        if isinstance(text, str):
+            translated = translate_glued(text, messages, language)
+            entry = {**entry, "data": {**entry["data"], "text/markdown": translated}}
+        glue[key] = entry
+    return glue
+
+
+class _GlueInLanguage:
+    """The Markdown renderer of a notebook page, its glued values seen in the
+    page's language (read when a role asks: the notebook may still be running)."""
+
+    def __init__(self, renderer, messages: dict[str, str], language: str) -> None:
+        self._wrapped = renderer
+        self._messages = messages
+        self._language = language
+
+    @property
+    def nb_client(self):
+        client = self._wrapped.nb_client
+        glue = in_language(client.glue_data, self._messages, self._language)
+        return _With(client, glue_data=glue)
+
+    def __getattr__(self, name: str):
+        return getattr(self._wrapped, name)
+
+
+def lent_renderer(renderer, env):
+    """myst-nb's notebook renderer of the page being read, its glued phrases
+    in the build's language."""
+    from bookbuild.i18n.languages import catalogue
+
+    messages = catalogue(env, env.config, env.docname)
+    inner = _GlueInLanguage(renderer.renderer, messages, env.config.language)
+    return _With(renderer, renderer=inner)
+
+
+class _KeepRenderer(dict):
+    """A document's attributes that, when myst-nb puts its notebook renderer
+    there, hold it in the page's language instead, and hand it to ``env`` when
+    myst-nb removes it at the end of the parse."""
+
+    def __init__(self, attributes: dict, env) -> None:
+        super().__init__(attributes)
+        self.env = env
+
+    def __setitem__(self, key, value) -> None:
+        if key == "nb_renderer" and value is not None:
+            value = lent_renderer(value, self.env)
+        super().__setitem__(key, value)
+
+    def pop(self, key, *default):
+        value = super().pop(key, *default)
+        if key == "nb_renderer" and value is not None:
+            self.env.temp_data[KEY] = value
+        return value
+
+
+def lending(parse):
+    """Wrap myst-nb's ``Parser.parse``: glued phrases in the page's language,
+    and the renderer kept and lent to the translated sub-parses of the page."""
+
+    def parse_with_renderer(self, inputstring, document):
+        env = document.settings.env
+        if document.current_source.endswith("<translated>"):
+            renderer = env.temp_data.get(KEY)
+            if renderer is None or "nb_renderer" in document:
+                return parse(self, inputstring, document)
+            document["nb_renderer"] = renderer
+            try:
+                return parse(self, inputstring, document)
+            finally:
+                document.attributes.pop("nb_renderer", None)
+        document.attributes = _KeepRenderer(document.attributes, env)
+        try:
+            return parse(self, inputstring, document)
+        finally:
+            document.attributes = dict(document.attributes)
+
+    parse_with_renderer.bookbuild_lends_renderer = True
+    return parse_with_renderer
+
+
+def install() -> None:
+    from myst_nb.sphinx_ import Parser
+
+    if not getattr(Parser.parse, "bookbuild_lends_renderer", False):
+        Parser.parse = lending(Parser.parse)
+
+
+def setup(app: Sphinx) -> dict:
+    install_when_translated(app, install)
+    app.connect("doctree-resolved", _extract_glued_prose)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,81 @@
+"""The strings our own extensions put on a page, in the page's language.
+
+Problem: Sphinx and the theme translate their own words ("Next", "Search") from
+their catalogues, and the chapters are translated by the ``.po`` files of
+``locales/``; but the words our extensions write ("Cite this chapter", the
+notebook links, the first cell of a notebook, the footer) are in none of them.
+
+Answer: one dict per language, English text as the key, chosen by the build's
+``language`` (``app.config.language``). ``_ = gettext(language)`` then
+``_("Cite this chapter")``; a message missing from a language stays English.
+``tests/test_i18n.py`` checks that every ``_("...")`` of ``bookbuild`` has its
+French entry. French typography: a narrow no-break space (U+202F) before ``:``,
+``;``, ``?`` and ``!``, and « guillemets » with no-break spaces (U+00A0) inside.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+NNBSP = "\u202f"  # before ; ? ! and :
+NBSP = "\u00a0"  # inside « »
+
+FRENCH: dict[str, str] = {
+    # bookbuild.site.citation
+    "Cite this chapter": "Citer ce chapitre",
+    " and ": " et ",
+    # bookbuild.i18n.citations: before the last of three or more authors
+    ", and ": " et ",
+    "Chapter": "Chapitre",
+    "“{title}”": f"«{NBSP}{{title}}{NBSP}»",
+    "In": "Dans",
+    "version": "version",
+    "Chapter label: {label}": f"Étiquette du chapitre{NNBSP}: {{label}}",
+    "The book": "Le livre",
+    "Each chapter": "Chaque chapitre",
+    "Stable labels": "Étiquettes stables",
+    "chapter": "chapitre",
+    "figures": "figures",
+    "equations": "équations",
+    "exercises": "exercices",
+    # bookbuild.site.notebooks: the link on each page, the notebook's own words
+    "Download this chapter as a notebook": "Télécharger ce chapitre en notebook",
+    "Open it on {service}": "L’ouvrir sur {service}",
+    "# Outside the book's own environment (Colab, a bare Jupyter), install the\n"
+    "# book's package and what its chapters use, then restart the kernel:\n": (
+        "# Hors de l'environnement du livre (Colab, un Jupyter nu), installez le\n"
+        "# paquet du livre et ce qu'utilisent ses chapitres, puis redémarrez le"
+        f" noyau{NNBSP}:\n"
+    ),
+    "(in a copy of the book's repository)": "(dans une copie du dépôt du livre)",
+    "Exercise": "Exercice",
+    "Solution": "Solution",
+    "Note": "Remarque",
+    "Tip": "Astuce",
+    "Important": "Important",
+    "Warning": "Attention",
+    # bookbuild.site.build_info: every footer
+    "built {date}": "construit le {date}",
+    # bookbuild.i18n.languages: the language switcher
+    "Language": "Langue",
+    # bookbuild.i18n.solution_titles: the heading of a solution
+    "Solution to ": "Solution de l’",
+    "exercise {number}": "exercice {number}",
+}
+
+CATALOGUES: dict[str, dict[str, str]] = {"fr": FRENCH}
+
+
+def base_language(language: str | None) -> str:
+    """``fr`` for ``fr``, ``fr_CA`` or ``fr-BE``; ``en`` for none."""
+    return (language or "en").replace("-", "_").split("_")[0].lower()
+
+
+def gettext(language: str | None) -> Callable[[str], str]:
+    """The translating function ``_`` of a language (English text in, out)."""
+    catalogue = CATALOGUES.get(base_language(language), {})
+
+    def translate(message: str) -> str:
+        return catalogue.get(message, message)
+
+    return translate

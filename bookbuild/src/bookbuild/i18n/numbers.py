@@ -1,0 +1,108 @@
+"""Glued numbers written as the page's language writes them.
+
+Problem: a number glued into the prose (``{glue:text}`key:,```) is formatted by
+Python, the English way: ``3,168``, ``0.174``. On a French page a reader takes
+``3,168`` for three point one six eight. The same holds for the numbers put
+back into a translated glued phrase (:mod:`bookbuild.i18n.glue`), whose quoted
+words also keep English quotes.
+
+Answer: on the pages of a language with its own way (French only, for now),
+each glued value that is entirely a number is written again: thousands
+grouped with a narrow no-break space (U+202F), a decimal comma, a narrow
+no-break space before ``%``; scientific notation keeps its ``e`` and exponent
+and only changes its decimal sign (``1,0e-06``). Anything else (a word, a
+version ``2.13.0``, a shape ``(2, 6)``, a list ``5, 3, 2``) stays as it is.
+Only what is glued: a number a translator types is checked by
+``python -m bookbuild.i18n.translations check``, and the numbers inside figures and
+code outputs stay as printed, shared by both languages.
+
+A post-transform rewrites the ``{glue:text}`` values of a page (after myst-nb
+has resolved the values pasted from other pages);
+:func:`~bookbuild.i18n.glue.fill` uses :func:`localise_value` for the values of
+a glued phrase, and :mod:`bookbuild.site.notebooks` for the notebooks' values.
+"""
+
+from __future__ import annotations
+
+import re
+
+from docutils import nodes
+from sphinx.application import Sphinx
+from sphinx.transforms.post_transforms import SphinxPostTransform
+
+from bookbuild.i18n.messages import NBSP, NNBSP, base_language
+
+#: A number as Python formats one: a sign, digits (grouped by commas or not), a
+#: decimal part, an exponent, a percent sign.
+ENGLISH_NUMBER = re.compile(
+    r"(?P<sign>[-+]?)(?P<whole>\d{1,3}(?:,\d{3})+|\d+)(?:\.(?P<decimals>\d+))?"
+    r"(?P<exponent>[eE][-+]?\d+)?(?P<percent>%?)"
+)
+QUOTED = re.compile(r'"([^"\n]*)"|“([^”\n]*)”')
+
+#: Per language: (thousands separator, decimal sign, before %, quotes).
+STYLES = {"fr": (NNBSP, ",", NNBSP, (f"«{NBSP}", f"{NBSP}»"))}
+
+
+def has_own_numbers(language: str | None) -> bool:
+    """True when ``language`` writes numbers otherwise than English."""
+    return base_language(language) in STYLES
+
+
+def localise_number(text: str, language: str | None) -> str:
+    """``text``, if it is entirely a number, written the way of ``language``
+    (``"3,168"`` -> ``"3\u202f168"``, ``"0.174"`` -> ``"0,174"``,
+    ``"1.0e-06"`` -> ``"1,0e-06"``, ``"12.5%"`` -> ``"12,5\u202f%"`` in
+    French); any other text unchanged."""
+    style = STYLES.get(base_language(language))
+    match = ENGLISH_NUMBER.fullmatch(text) if style else None
+    if match is None:
+        return text
+    thousands, decimal, before_percent, _ = style
+    number = match["sign"] + match["whole"].replace(",", thousands)
+    if match["decimals"] is not None:
+        number += decimal + match["decimals"]
+    number += match["exponent"] or ""
+    if match["percent"]:
+        number += before_percent + "%"
+    return number
+
+
+def localise_value(value: str, language: str | None) -> str:
+    """A value of a glued phrase (a number or a quoted word) in ``language``:
+    numbers by :func:`localise_number`, ``"word"`` and ``“word”`` in the
+    language's quotes (French: ``«\u00a0word\u00a0»``)."""
+    style = STYLES.get(base_language(language))
+    if style is None:
+        return value
+    quoted = QUOTED.fullmatch(value)
+    if quoted:
+        opening, closing = style[3]
+        return f"{opening}{quoted.group(1) or quoted.group(2) or ''}{closing}"
+    return localise_number(value, language)
+
+
+class LocaliseGluedNumbers(SphinxPostTransform):
+    """On a page of a language with its own numbers: each ``{glue:text}`` value
+    that is a number, written that language's way."""
+
+    default_priority = 6  # after myst-nb pastes values of other pages (5)
+
+    def run(self) -> None:
+        language = self.config.language
+        if not has_own_numbers(language):
+            return
+        for node in self.document.findall(nodes.inline):
+            if "pasted-text" not in node.get("classes", []) or len(node) != 1:
+                continue
+            text = node[0]
+            if not isinstance(text, nodes.Text):
+                continue
+            localised = localise_number(str(text), language)
+            if localised != str(text):
+                node.replace(text, nodes.Text(localised))
+
+
+def setup(app: Sphinx) -> dict:
+    app.add_post_transform(LocaliseGluedNumbers)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,544 @@
+"""The translations of the book: build, refresh, count and check them.
+
+``python -m bookbuild.i18n.translations COMMAND`` from the book's folder:
+
+* ``build [--path-output DIR]``: each language of ``book_languages`` but the
+  first, built strictly into ``<DIR>/_build/html/<code>`` (default DIR: the
+  book's folder), with the same page paths as the root language. This runs
+  Jupyter Book's own pipeline (its ``_config.yml`` translation and
+  ``build_sphinx``), as ``jupyter-book build`` does, with the language set and
+  the output folder chosen. Chapters come from the execution cache: nothing is
+  executed again.
+* ``site [--path-output DIR]``: the whole site, as ``make book`` builds it
+  once the chapters are in the execution cache: the root language
+  (``jupyter-book build . -W -n --keep-going``) and ``build`` side by side,
+  two processes (a Sphinx build uses one core; the two read the same cache and
+  write to different folders). The root language's log shows as it comes, the
+  translations' when they end; fails when either fails.
+* ``extract``: the messages of every page, ``_build/gettext/<page>.pot``
+  (Sphinx's gettext builder, ``gettext_compact: false``: one file per page).
+* ``update`` (``make translations``): ``extract``, then ``sphinx-intl update
+  --no-obsolete``: ``locales/<code>/LC_MESSAGES/<page>.po`` created or merged
+  (a changed paragraph becomes ``#, fuzzy``), then ``stats``.
+* ``stats``: per page, the messages, how many are translated, fuzzy, missing.
+* ``check``: fails when a page listed as translated in ``book_translated``
+  (or every page, with ``all``) has a missing or fuzzy message, or when any
+  translated message lost or changed a role, a math span, a glued value, a
+  footnote reference, inline code, a link or a number of its source
+  (:func:`markup_problems`). Extracts first (``--no-extract`` to skip).
+
+Also used by :mod:`bookbuild.site.notebooks` (:func:`translate_markdown`: a chapter's
+Markdown in another language) and :mod:`bookbuild.tools.handouts` (page titles).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+LOCALES = "locales"
+GETTEXT = Path("_build") / "gettext"
+ALL = "all"
+#: The line ``site`` prints before the translations' log.
+TRANSLATIONS_LOG = "site: what the build of the translations printed:"
+
+
+# -- the book's settings ----------------------------------------------------------
+
+
+def sphinx_config(root: Path) -> dict:
+    """``sphinx.config`` of ``_config.yml``."""
+    config = yaml.safe_load((Path(root) / "_config.yml").read_text(encoding="utf-8"))
+    return ((config or {}).get("sphinx") or {}).get("config") or {}
+
+
+def languages(root: Path) -> dict[str, str]:
+    """``{code: name}``, the root language first."""
+    return dict(sphinx_config(root).get("book_languages") or {"en": "English"})
+
+
+def translated_languages(root: Path) -> list[str]:
+    """Every language but the root one."""
+    return list(languages(root))[1:]
+
+
+def strict_pages(root: Path, language: str) -> set[str] | str:
+    """The pages whose translation must be complete (or ``"all"``)."""
+    listed = (sphinx_config(root).get("book_translated") or {}).get(language) or []
+    return ALL if listed == ALL else set(listed)
+
+
+def po_path(root: Path, language: str, page: str) -> Path:
+    return Path(root) / LOCALES / language / "LC_MESSAGES" / f"{page}.po"
+
+
+# -- catalogues ---------------------------------------------------------------------
+
+
+@dataclass
+class Message:
+    msgid: str
+    msgstr: str
+    fuzzy: bool
+    where: str  # "book/intro.md:12", for the reports
+
+    @property
+    def translated(self) -> bool:
+        return bool(self.msgstr.strip()) and not self.fuzzy
+
+
+def read_catalogue(path: Path) -> dict[str, Message]:
+    """The messages of a ``.po`` or ``.pot`` file (header and obsolete left out)."""
+    from babel.messages.pofile import read_po
+
+    with open(path, "rb") as handle:
+        catalogue = read_po(handle, charset="utf-8")
+    messages = {}
+    for message in catalogue:
+        if not message.id or not isinstance(message.id, str):
+            continue  # the header; plural forms are not used by Sphinx
+        where = ", ".join(f"{f}:{n}" for f, n in message.locations[:1])
+        messages[message.id] = Message(
+            message.id, message.string or "", message.fuzzy, where
+        )
+    return messages
+
+
+def page_messages(root: Path, language: str, page: str) -> dict[str, str]:
+    """What Sphinx uses for a page: the translated, non-fuzzy messages."""
+    path = po_path(root, language, page)
+    if not path.is_file():
+        return {}
+    return {m.msgid: m.msgstr for m in read_catalogue(path).values() if m.translated}
+
+
+def translate_message(root: Path, language: str, page: str, text: str) -> str:
+    """``text`` (a message of ``page``, such as its title) in ``language``."""
+    if language not in translated_languages(root):
+        return text
+    key = " ".join(text.split())
+    return page_messages(root, language, page).get(key, text)
+
+
+# -- a chapter's Markdown, translated (for the notebooks) ----------------------------
+
+# What may stand before a message on its first line: indentation, then a heading,
+# list or quote marker, a directive's name, an option, a footnote label, a
+# definition's colon, or a table cell's bar.
+_BEFORE = (
+    r"^([ \t]*(?:#{1,6}[ \t]+|[-*+][ \t]+|\d+[.)][ \t]+|>[ \t]*"
+    r"|(?:`{3,}|:{3,})\{[\w:-]+\}[ \t]+|:[\w-]+:[ \t]+|\[\^[^\]]+\]:[ \t]*"
+    r"|:[ \t]+|(?:[^\n|]*\|)+[ \t]*)?)"
+)
+_AFTER = r"(?=[ \t]*(?:\||$))"
+
+
+def translate_markdown(text: str, messages: dict[str, str]) -> str:
+    """``text`` (MyST Markdown) with each block whose text is a message (a
+    paragraph, heading, list item, table cell, title, caption) replaced by its
+    translation. Messages are matched whole, from the start of a line to the
+    end of one, whatever the line breaks; longest first; a translation is
+    never translated again."""
+    found: list[str] = []
+    for msgid in sorted(messages, key=len, reverse=True):
+        words = msgid.split()
+        if not words or messages[msgid] == msgid:
+            continue
+        if words[0] not in text or words[-1] not in text:
+            continue  # cannot match: skip compiling its pattern (most messages)
+        pattern = re.compile(
+            _BEFORE + r"\s+".join(map(re.escape, words)) + _AFTER, re.M
+        )
+
+        def mark(match: re.Match, msgid: str = msgid) -> str:
+            found.append(messages[msgid])
+            return f"{match.group(1)}\0{len(found) - 1}\0"
+
+        text = pattern.sub(mark, text)
+    return re.sub(r"\0(\d+)\0", lambda m: found[int(m.group(1))], text)
+
+
+# -- the markup a translation must keep -------------------------------------------
+
+ROLE = re.compile(r"\{([\w:.+-]+)\}`([^`]*)`")
+MATH = re.compile(r"\$\$(.+?)\$\$|(?<![\\$])\$([^$\n]+?)\$", re.S)
+LITERAL = re.compile(r"``(.+?)``|`([^`]+)`")
+FOOTNOTE = re.compile(r"\[\^([^\]\s]+)\]")
+LINK = re.compile(r"\]\(([^)\s]+)\)|href=\"([^\"]+)\"")
+PLACEHOLDER = re.compile(r"\{(\d+)\}")
+NUMBER = re.compile(r"(?<![\w.,])\d+(?:[.,]\d+)*(?:e[-+]?\d+)?(?![\w])")
+#: A number as French writes it: groups of three digits after a no-break space
+#: (U+00A0 or U+202F), a decimal comma: "1\u202f024", "0,5".
+FRENCH_NUMBER = re.compile(
+    r"(?<![\w.,])\d{1,3}(?:[\u00a0\u202f]\d{3})+(?:,\d+)?(?![\w])"
+    r"|(?<![\w.,])\d+(?:\.\d+){2,}(?![\w])"  # a version: 2.13.0
+    r"|(?<![\w.,])\d+(?:[.,]\d+)?(?:e[-+]?\d+)?(?![\w])"
+)
+EXPLICIT = re.compile(r"^(.*?)\s*<([^<>]+)>$", re.S)
+
+
+def english_number(number: str) -> str:
+    """``"1,024"`` -> ``"1024"``: the value an English number stands for."""
+    return re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", number)
+
+
+def french_number(number: str) -> str:
+    """``"1\u202f024"`` -> ``"1024"``, ``"0,5"`` -> ``"0.5"`` (``"0.5"`` is
+    accepted as it is: a value copied from code keeps its point)."""
+    return re.sub(r"[\u00a0\u202f]", "", number).replace(",", ".")
+
+
+def markup(text: str, language: str = "en") -> Counter:
+    """What a translation must keep of ``text``: roles (by target; glued values
+    whole), math spans, inline code, footnote references, link targets, the
+    placeholders of a glued phrase (``{0}``) and every number."""
+    kept: Counter = Counter()
+    for role, content in ROLE.findall(text):
+        if not role.startswith("glue"):
+            explicit = EXPLICIT.match(content)
+            content = explicit.group(2) if explicit else content
+            if role == "term":
+                content = content.lower()
+        kept[f"{{{role}}}`{content.strip()}`"] += 1
+    rest = ROLE.sub(" ", text)
+    for display, inline in MATH.findall(rest):
+        kept["$" + " ".join((display or inline).split()) + "$"] += 1
+    rest = MATH.sub(" ", rest)
+    for double, single in LITERAL.findall(rest):
+        kept[f"`{double or single}`"] += 1
+    rest = LITERAL.sub(" ", rest)
+    for label in FOOTNOTE.findall(rest):
+        kept[f"[^{label}]"] += 1
+    for link, href in LINK.findall(rest):
+        kept[f"-> {link or href}"] += 1
+    rest = LINK.sub(" ", rest)
+    for number in PLACEHOLDER.findall(rest):
+        kept[f"{{{number}}}"] += 1
+    rest = PLACEHOLDER.sub(" ", rest)
+    if language == "fr":
+        for number in FRENCH_NUMBER.findall(rest):
+            kept[french_number(number)] += 1
+    else:
+        for number in NUMBER.findall(rest):
+            kept[english_number(number)] += 1
+    return kept
+
+
+def markup_problems(msgid: str, msgstr: str, language: str = "fr") -> list[str]:
+    """How ``msgstr`` differs from ``msgid`` in markup ([] when it keeps all).
+    Numbers are compared by value, each written as its language writes it: the
+    English "1,024" is the French "1\u202f024" (and "1,024" in French is 1.024)."""
+    source, translation = markup(msgid), markup(msgstr, language)
+    problems = [f"lost {item}" for item in sorted(source - translation)]
+    problems += [f"added {item}" for item in sorted(translation - source)]
+    return problems
+
+
+# -- the commands ------------------------------------------------------------------
+
+
+def run_sphinx(
+    root: Path, builder: str, outdir: Path, doctrees: Path, overrides: dict
+) -> int:
+    """Jupyter Book's Sphinx build of the book in ``root``, strict (``-W -n
+    --keep-going``), into ``outdir``; 0 on success."""
+    from jupyter_book.sphinx import build_sphinx
+
+    root = Path(root).resolve()
+    settings = {
+        "external_toc_path": (root / "_toc.yml").as_posix(),
+        "latex_individualpages": False,
+        "nitpicky": True,
+        **overrides,
+    }
+    result = build_sphinx(
+        root,
+        Path(outdir).resolve(),
+        noconfig=True,
+        path_config=str(root / "_config.yml"),
+        confoverrides=settings,
+        doctreedir=Path(doctrees).resolve(),
+        builder=builder,
+        warningiserror=True,
+        keep_going=True,
+    )
+    return result if isinstance(result, int) else 1
+
+
+def build(root: Path, path_output: Path | None = None) -> int:
+    """Every translated language into ``<path_output>/_build/html/<code>``."""
+    import time
+
+    base = Path(path_output or root) / "_build"
+    for language in translated_languages(root):
+        print(f"== {languages(root)[language]}: {base / 'html' / language}")
+        start, cpu = time.perf_counter(), time.process_time()
+        code = run_sphinx(
+            root,
+            "html",
+            base / "html" / language,
+            base / f".doctrees-{language}",
+            {"language": language},
+        )
+        if code:
+            return code
+        print(
+            f"translations: {language} built in {time.perf_counter() - start:.1f} s "
+            f"({time.process_time() - cpu:.1f} s CPU)"
+        )
+    return 0
+
+
+def site(root: Path, path_output: Path | None = None) -> int:
+    """The root language and every translation, built side by side (``site``)."""
+    import tempfile
+
+    output = ["--path-output", str(path_output)] if path_output else []
+    jupyter_book = Path(sys.executable).parent / "jupyter-book"
+    root_build = [str(jupyter_book), "build", str(root), "-W", "-n", "--keep-going"]
+    others_build = [sys.executable, "-m", "bookbuild.i18n.translations", "build"]
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as log:
+        others = subprocess.Popen(
+            others_build + output, cwd=root, stdout=log, stderr=subprocess.STDOUT
+        )
+        try:
+            sys.stdout.flush()
+            root_code = subprocess.call(root_build + output, cwd=root)
+            others_code = others.wait()
+        finally:
+            if others.poll() is None:
+                others.terminate()
+        log.seek(0)
+        print(TRANSLATIONS_LOG)
+        sys.stdout.write(log.read())
+        sys.stdout.flush()
+    if root_code or others_code:
+        failed = ["the root language"] * bool(root_code)
+        failed += ["the translations"] * bool(others_code)
+        print(f"site: the build of {' and '.join(failed)} failed")
+    return root_code or others_code
+
+
+def extract(root: Path) -> int:
+    """``_build/gettext/<page>.pot`` for every page."""
+    target = Path(root) / GETTEXT
+    code = run_sphinx(
+        root, "gettext", target, Path(root) / "_build" / ".doctrees-gettext", {}
+    )
+    # The theme's template strings: the theme's own catalogues translate them.
+    (target / "sphinx.pot").unlink(missing_ok=True)
+    return code
+
+
+def update(root: Path) -> int:
+    """Extract, then create or merge every language's ``.po`` files."""
+    code = extract(root)
+    if code:
+        return code
+    for language in translated_languages(root):
+        done = subprocess.run(
+            [
+                *(sys.executable, "-m", "sphinx_intl", "update"),
+                *("--pot-dir", str(Path(root) / GETTEXT)),
+                *("--locale-dir", str(Path(root) / LOCALES)),
+                *("--language", language, "--no-obsolete", "--jobs", "1"),
+            ],
+            capture_output=True,
+            text=True,
+        )
+        lines = done.stdout.splitlines()
+        print("\n".join(line for line in lines if not line.startswith("Not Changed")))
+        if done.returncode:
+            print(done.stderr)
+            return done.returncode
+    return stats(root)
+
+
+def _pages(root: Path, language: str) -> dict[str, Path]:
+    """page -> .pot (freshly extracted) or .po, for every page with messages."""
+    pots = Path(root) / GETTEXT
+    if pots.is_dir() and any(pots.rglob("*.pot")):
+        return {
+            p.relative_to(pots).with_suffix("").as_posix(): p
+            for p in sorted(pots.rglob("*.pot"))
+        }
+    folder = Path(root) / LOCALES / language / "LC_MESSAGES"
+    return {
+        p.relative_to(folder).with_suffix("").as_posix(): p
+        for p in sorted(folder.rglob("*.po"))
+    }
+
+
+@dataclass
+class PageCount:
+    page: str
+    messages: int
+    translated: int
+    fuzzy: int
+
+    @property
+    def missing(self) -> int:
+        return self.messages - self.translated - self.fuzzy
+
+
+def count(root: Path, language: str) -> list[PageCount]:
+    """Per page: its messages (as extracted), translated, fuzzy."""
+    counts = []
+    for page, source in _pages(root, language).items():
+        wanted = read_catalogue(source)
+        po = po_path(root, language, page)
+        have = read_catalogue(po) if po.is_file() else {}
+        translated = fuzzy = 0
+        for msgid in wanted:
+            message = have.get(msgid)
+            if message is not None and message.msgstr.strip():
+                fuzzy += message.fuzzy
+                translated += not message.fuzzy
+        counts.append(PageCount(page, len(wanted), translated, fuzzy))
+    return counts
+
+
+def stats(root: Path) -> int:
+    for language in translated_languages(root):
+        strict = strict_pages(root, language)
+        print(f"\n{languages(root)[language]} ({language}): * = listed as translated")
+        print(
+            f"{'page':<28}{'messages':>9}{'translated':>11}{'fuzzy':>7}{'missing':>8}"
+        )
+        counts = count(root, language)
+        for c in counts:
+            mark = "*" if strict == ALL or c.page in strict else " "
+            print(
+                f"{mark}{c.page:<27}{c.messages:>9}{c.translated:>11}"
+                f"{c.fuzzy:>7}{c.missing:>8}"
+            )
+        total = PageCount(
+            "total",
+            sum(c.messages for c in counts),
+            sum(c.translated for c in counts),
+            sum(c.fuzzy for c in counts),
+        )
+        print(
+            f" {total.page:<27}{total.messages:>9}{total.translated:>11}"
+            f"{total.fuzzy:>7}{total.missing:>8}"
+        )
+    return 0
+
+
+def _short(text: str, width: int = 70) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def glued_phrases(root: Path, page: str) -> set[str]:
+    """The messages of ``page`` that are glued phrases (as last extracted)."""
+    from bookbuild.i18n.glue import GLUED_SUFFIX
+
+    listing = Path(root) / GETTEXT / f"{page}{GLUED_SUFFIX}"
+    if not listing.is_file():
+        return set()
+    return set(json.loads(listing.read_text(encoding="utf-8")))
+
+
+def problems(root: Path, notices: list[str] | None = None) -> list[str]:
+    """Everything ``check`` reports (empty when the translations are sound).
+    A glued phrase that is in no catalogue (a measurement took a branch the
+    translators have not seen) goes to ``notices`` instead: it is shown in
+    English, and a lecturer's build must not fail for a measurement."""
+    from bookbuild.toc import pages
+
+    notices = [] if notices is None else notices
+    found = []
+    book_pages = set(pages(root))
+    for language in translated_languages(root):
+        strict = strict_pages(root, language)
+        if strict != ALL:
+            for page in sorted(strict - book_pages):
+                found.append(f"{language}: {page} is listed as translated, not a page")
+        sources = _pages(root, language)
+        for page, source in sources.items():
+            po = po_path(root, language, page)
+            have = read_catalogue(po) if po.is_file() else {}
+            if strict == ALL or page in strict:
+                glued = glued_phrases(root, page)
+                for msgid, wanted in read_catalogue(source).items():
+                    message = have.get(msgid)
+                    if message is None and msgid in glued:
+                        notices.append(
+                            f"{language}: {page}: a glued phrase this build measured, "
+                            f"not in the catalogue yet (shown in English): "
+                            f"{_short(msgid)}"
+                        )
+                        continue
+                    if message is None or not message.msgstr.strip():
+                        state = "untranslated"
+                    elif message.fuzzy:
+                        state = "fuzzy"
+                    else:
+                        continue
+                    found.append(
+                        f"{language}: {page}: {state} ({wanted.where}): {_short(msgid)}"
+                    )
+            for message in have.values():
+                if not message.translated:
+                    continue
+                for problem in markup_problems(message.msgid, message.msgstr, language):
+                    found.append(
+                        f"{language}: {page}: {problem} ({message.where}): "
+                        f"{_short(message.msgstr)}"
+                    )
+        if strict != ALL:
+            for page in sorted(strict & book_pages):
+                if not po_path(root, language, page).is_file() and page in sources:
+                    found.append(f"{language}: {page}: no catalogue")
+    return found
+
+
+def check(root: Path, extract_first: bool = True) -> int:
+    if extract_first:
+        code = extract(root)
+        if code:
+            return code
+    notices: list[str] = []
+    found = problems(root, notices)
+    for notice in notices:
+        print(f"note: {notice}")
+    for problem in found:
+        print(problem)
+    print(f"translations: {len(found)} problem(s)")
+    return 1 if found else 0
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    building = commands.add_parser("build", help="the translated sites")
+    building.add_argument("--path-output", type=Path, default=None)
+    whole = commands.add_parser("site", help="root language and translations")
+    whole.add_argument("--path-output", type=Path, default=None)
+    commands.add_parser("extract", help="the .pot files, in _build/gettext")
+    commands.add_parser("update", help="extract, merge into the .po files, stats")
+    commands.add_parser("stats", help="messages translated, fuzzy, missing")
+    checking = commands.add_parser("check", help="completeness and markup")
+    checking.add_argument("--no-extract", action="store_true")
+    args = parser.parse_args(argv)
+    root = Path(".").resolve()
+    if args.command == "build":
+        return build(root, args.path_output)
+    if args.command == "site":
+        return site(root, args.path_output)
+    if args.command == "check":
+        return check(root, extract_first=not args.no_extract)
+    return {"extract": extract, "update": update, "stats": stats}[args.command](root)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

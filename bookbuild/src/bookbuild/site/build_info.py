@@ -1,0 +1,127 @@
+"""Stamp the build date and commit into the build-info page and every footer.
+
+Problem: a chapter's outputs come from the execution cache, so a code cell cannot
+report when the site was built, and Sphinx does not even re-read an unchanged page.
+
+Answer: the pages listed in ``build_info_pages`` are marked outdated at every
+build (cheap: their code comes from the cache), and while their source is read the
+placeholders ``%%BUILD_DATE%%`` and ``%%BUILD_COMMIT%%`` are replaced by the current
+UTC time and the git commit of the book (``unknown`` outside a git checkout).
+Every page's footer also gives the book's version, the commit, the build date and
+the torch version. The footer leaves out the ``+changes`` mark and the time of
+day: editing a page must not rewrite every page of the site.
+
+The build time is the current time, or the one ``SOURCE_DATE_EPOCH`` gives (the
+reproducible-builds convention: seconds since 1970), so that two builds of the
+same commit can be compared file by file (``python -m bookbuild.tools.same_site``).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+
+from docutils import nodes
+from sphinx.application import Sphinx
+from sphinx.transforms import SphinxTransform
+
+
+def _git(root: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", *args], cwd=root, capture_output=True, text=True, check=True, timeout=10
+    )
+    return done.stdout.strip()
+
+
+def commit(root: Path, mark_changes: bool = True) -> str:
+    """The short commit of ``root``, with ``+changes`` if the tree is not clean."""
+    try:
+        sha = _git(root, "rev-parse", "--short", "HEAD")
+        dirty = mark_changes and _git(root, "status", "--porcelain", "-uno")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return f"{sha}+changes" if dirty else sha
+
+
+def build_time() -> datetime:
+    """Now, or ``SOURCE_DATE_EPOCH`` when set, in UTC."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if epoch.isdigit():
+        return datetime.fromtimestamp(int(epoch), UTC)
+    return datetime.now(UTC)
+
+
+def _always_outdated(app, env, added, changed, removed):
+    return [page for page in app.config.build_info_pages if page in env.found_docs]
+
+
+def _stamped(app: Sphinx, text: str) -> str:
+    stamp = build_time().strftime("%Y-%m-%d %H:%M UTC")
+    return text.replace("%%BUILD_DATE%%", stamp).replace(
+        "%%BUILD_COMMIT%%", commit(Path(app.srcdir))
+    )
+
+
+def _after_translation(app: Sphinx) -> bool:
+    """In a translated build (and the extraction of messages), the placeholders
+    are filled after Sphinx has translated the page: the messages keep them, so
+    that they do not change at every build."""
+    from bookbuild.i18n.languages import is_translation
+
+    if app.builder.name == "gettext":
+        return True
+    return "book_languages" in app.config and is_translation(app.config)
+
+
+def _stamp(app: Sphinx, docname: str, source: list[str]) -> None:
+    if docname not in app.config.build_info_pages or _after_translation(app):
+        return
+    source[0] = _stamped(app, source[0])
+
+
+class StampTranslated(SphinxTransform):
+    default_priority = 25  # after Sphinx's Locale (20)
+
+    def apply(self) -> None:
+        if self.env.docname not in self.config.build_info_pages:
+            return
+        if not _after_translation(self.app):
+            return
+        for text in list(self.document.findall(nodes.Text)):
+            if "%%BUILD_" in text:
+                text.parent.replace(text, nodes.Text(_stamped(self.app, str(text))))
+
+
+def _footer(app: Sphinx, config) -> None:
+    """Provenance on every page: book version, commit, build date, torch."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def installed(name: str) -> str:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "not installed"
+
+    from bookbuild.i18n.messages import gettext
+
+    _ = gettext(config.language)  # the footer in the page's language
+    stamp = build_time().strftime("%Y-%m-%d")
+    footer = (
+        f"Attention, Computed {installed('qkv')} · commit "
+        f"{commit(Path(app.srcdir), mark_changes=False)} · "
+        f"{_('built {date}').format(date=stamp)} · torch {installed('torch')}"
+    )
+    options = dict(config.html_theme_options or {})
+    options["extra_footer"] = f'<p class="qkv-provenance">{footer}</p>'
+    config.html_theme_options = options
+
+
+def setup(app: Sphinx) -> dict:
+    app.connect("config-inited", _footer)
+    app.add_config_value("build_info_pages", ["book/build-info"], "env", [list])
+    app.connect("env-get-outdated", _always_outdated)
+    app.connect("source-read", _stamp)
+    app.add_transform(StampTranslated)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,548 @@
+"""A plain Jupyter notebook of every chapter, linked from its page.
+
+Problem: the theme's download menu offers the page's MyST source (raw roles and
+directives) and, without launch buttons, no ``.ipynb`` at all; ``jupytext`` keeps
+the raw MyST too. A student who opens a chapter in plain Jupyter should see
+readable text.
+
+Answer: when the HTML build finishes, each chapter of a numbered part is read with
+myst-nb's reader; its code cells are kept as they are, and its markdown cells are
+rewritten into plain Markdown: glued values are replaced by their values from the
+execution cache (numbers, Markdown, LaTeX, figures as cell attachments), references
+by their text and number, citations by "Author (year)", and directives (exercises,
+solutions, admonitions, ``literalinclude``) by Markdown equivalents. Cells tagged
+``remove-cell`` are the book's bookkeeping (``glue`` calls, the asserts that back a
+sentence): they are left out, so a notebook needs nothing but ``qkv`` to run. The
+notebooks go to ``_notebooks/<label>.ipynb`` in the site, and each chapter page
+gets a link.
+
+A notebook is the same file in every build of the same book: each cell's id
+(nbformat requires one) is derived from the chapter and the cell's content
+(:func:`stable_ids`), not drawn at random, so an unchanged cell keeps its id when
+cells are added around it. The notebook of a chapter that left the book is
+deleted.
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import hashlib
+import html
+import re
+from datetime import UTC
+from pathlib import Path
+
+import nbformat
+from sphinx.application import Sphinx
+
+from bookbuild.i18n.messages import gettext
+from bookbuild.i18n.numbers import has_own_numbers, localise_number
+from bookbuild.i18n.translations import translate_markdown, translated_languages
+from bookbuild.site.edition import edition
+from bookbuild.site.urls import launch_links, repository_url
+from bookbuild.toc import lessons
+
+FOLDER = "_notebooks"
+ROLE = re.compile(r"\{([\w:-]+)\}`([^`]*)`")
+
+
+def glue_values(executed: nbformat.NotebookNode) -> dict[str, dict]:
+    """Glued outputs of an executed notebook: key -> {mime type: data}."""
+    values = {}
+    for cell in executed.cells:
+        for output in cell.get("outputs", []):
+            meta = output.get("metadata", {}).get("scrapbook")
+            if not meta:
+                continue
+            prefix = meta.get("mime_prefix", "")
+            values[meta["name"]] = {
+                mime[len(prefix) :]: data for mime, data in output["data"].items()
+            }
+    return values
+
+
+def _authors(entry) -> str:
+    last = [" ".join(p.last_names) for p in entry.persons.get("author", [])]
+    last = [re.sub(r"[{}\\]", "", name) for name in last]
+    if len(last) > 2:
+        return f"{last[0]} et al."
+    return " and ".join(last)
+
+
+class Resolver:
+    """Turns roles into text using what Sphinx knows (labels, numbers, bib)."""
+
+    def __init__(self, app: Sphinx) -> None:
+        env = app.env
+        self.env = env
+        self.say = gettext(app.config.language)  # our own words, in its language
+        self.language = app.config.language  # glued numbers written its way
+        self.labels = env.domaindata["std"]["labels"]
+        self.fignumbers = env.toc_fignumbers
+        self.bib = {}
+        bibfiles = app.config.bibtex_bibfiles if "bibtex_bibfiles" in app.config else []
+        for bibfile in bibfiles:
+            from pybtex.database import parse_file
+
+            for key, entry in parse_file(Path(app.srcdir) / bibfile).entries.items():
+                year = entry.fields.get("year", "")
+                self.bib[key] = (_authors(entry), year)
+
+    def number(self, docname: str, kind: str, node_id: str) -> str:
+        found = self.fignumbers.get(docname, {}).get(kind, {}).get(node_id)
+        return ".".join(map(str, found)) if found else ""
+
+    def ref(self, target: str) -> str:
+        text, label = self._split(target)
+        if text:
+            return f"*{text}*"
+        entry = self.labels.get(label)
+        return f"*{entry[2]}*" if entry else label
+
+    def numref(self, target: str) -> str:
+        text, label = self._split(target)
+        entry = self.labels.get(label)
+        number = self.number(entry[0], "figure", entry[1]) if entry else ""
+        if text:
+            return text.replace("%s", number)
+        return f"Fig. {number}" if number else label
+
+    def eq(self, label: str) -> str:
+        equations = self.env.domaindata.get("math", {}).get("objects", {})
+        docname = equations.get(label, (None,))[0]
+        number = (
+            self.number(docname, "displaymath", f"equation-{label}") if docname else ""
+        )
+        return f"({number})" if number else f"({label})"
+
+    def cite(self, role: str, keys: str) -> str:
+        found = [self.bib.get(k.strip(), (k.strip(), "")) for k in keys.split(",")]
+        if role.endswith(":t"):
+            return "; ".join(f"{a} ({y})" for a, y in found)
+        return "(" + "; ".join(f"{a} {y}" for a, y in found) + ")"
+
+    @staticmethod
+    def _split(target: str) -> tuple[str, str]:
+        match = re.fullmatch(r"(.*?)\s*<([^>]+)>", target.strip())
+        return (match.group(1), match.group(2)) if match else ("", target.strip())
+
+
+def _glue_text(value: dict, spec: str) -> str:
+    """A ``{glue:text}`` value as the page shows it (myst-nb's own formatting:
+    ``3168`` with ``,`` is ``3,168``, not ``3,168.0``)."""
+    from myst_nb.core.variables import format_plain_text
+
+    plain = value.get("text/plain", "")
+    try:
+        return format_plain_text(plain, spec or "s")
+    except ValueError:
+        return plain
+
+
+def _latex(value: dict) -> str:
+    text = value.get("text/latex", "").strip()
+    return text[2:-2].strip() if text.startswith("$$") else text.strip("$")
+
+
+def pyobject_source(path: Path, name: str) -> str:
+    """The source of a function, class or method (``Class.method``) in a file."""
+    source = path.read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    parts = name.split(".")
+    body = tree.body
+    node = None
+    for part in parts:
+        node = next(
+            n
+            for n in body
+            if isinstance(n, ast.FunctionDef | ast.ClassDef) and n.name == part
+        )
+        body = node.body
+    lines = source.splitlines()
+    start = min([node.lineno] + [d.lineno for d in node.decorator_list]) - 1
+    snippet = lines[start : node.end_lineno]
+    indent = min(len(line) - len(line.lstrip()) for line in snippet if line.strip())
+    return "\n".join(line[indent:] for line in snippet)
+
+
+def convert_markdown(
+    text: str, values: dict, resolver: Resolver, page_dir: Path
+) -> tuple[str, dict]:
+    """Rewrite one MyST markdown cell as plain Markdown; return it and attachments."""
+    attachments: dict[str, dict] = {}
+    out: list[str] = []
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        fence = re.match(r"^(`{3,}|:{3,})\{([\w:-]+)\}\s*(.*)$", line)
+        if re.fullmatch(r"\([\w:-]+\)=", line.strip()):
+            i += 1
+            continue
+        if not fence:
+            out.append(line)
+            i += 1
+            continue
+        marker, name, argument = fence.groups()
+        body, options = [], {}
+        i += 1
+        while i < len(lines) and lines[i].strip() != marker:
+            option = re.match(r"^:([\w-]+):\s*(.*)$", lines[i])
+            if option and not body:
+                options[option.group(1)] = option.group(2)
+            else:
+                body.append(lines[i])
+            i += 1
+        i += 1  # the closing fence
+        inner = "\n".join(body).strip()
+        if name == "glue:math":
+            out.append(f"$$\n{_latex(values.get(argument, {}))}\n$$")
+        elif name == "glue:md":
+            out.append(values.get(argument, {}).get("text/markdown", ""))
+        elif name == "glue:figure":
+            value = values.get(argument, {})
+            for mime, suffix in (("image/svg+xml", "svg"), ("image/png", "png")):
+                if mime in value:
+                    filename = f"{argument}.{suffix}"
+                    data = value[mime]
+                    if mime == "image/svg+xml":
+                        data = base64.b64encode(data.encode()).decode()
+                    attachments[filename] = {mime: data}
+                    alt = options.get("alt", argument).replace("]", "")
+                    out.append(f"![{alt}](attachment:{filename})")
+                    break
+            number = resolver.numref(options.get("name", ""))
+            caption, _ = convert_markdown(inner, values, resolver, page_dir)
+            out.append(f"\n*{number}: {caption}*")
+        elif name == "literalinclude":
+            path = (page_dir / argument).resolve()
+            code = pyobject_source(path, options["pyobject"])
+            out.append(f"```python\n{code}\n```")
+        elif name in ("exercise",):
+            converted, more = convert_markdown(inner, values, resolver, page_dir)
+            attachments.update(more)
+            out.append(f"**{resolver.say('Exercise')}.** {converted}")
+        elif name in ("admonition", "note", "tip", "dropdown"):
+            converted, more = convert_markdown(inner, values, resolver, page_dir)
+            attachments.update(more)
+            title = argument or resolver.say(name.capitalize())
+            quoted = "\n".join(
+                f"> {row}" if row else ">" for row in converted.split("\n")
+            )
+            out.append(f"> **{title}**\n>\n{quoted}")
+        elif name == "solution-start":
+            out.append(f"**{resolver.say('Solution')}.**")
+        elif name == "solution-end":
+            pass
+        else:
+            converted, more = convert_markdown(inner, values, resolver, page_dir)
+            attachments.update(more)
+            out.append(converted)
+    text = _equation_labels("\n".join(out), resolver)
+    return _roles(text, values, resolver), attachments
+
+
+def _equation_labels(text: str, resolver: Resolver) -> str:
+    """``$$ (label)`` closes a labelled equation in MyST: give its number instead."""
+    return re.sub(
+        r"^\$\$ \(([\w:-]+)\)$",
+        lambda m: f"$$\n\n{resolver.eq(m.group(1))}",
+        text,
+        flags=re.M,
+    )
+
+
+def _roles(text: str, values: dict, resolver: Resolver) -> str:
+    def replace(match: re.Match) -> str:
+        role, content = match.groups()
+        if role == "glue:text":
+            key, _, spec = content.partition(":")
+            return localise_number(
+                _glue_text(values.get(key, {}), spec), resolver.language
+            )
+        if role == "glue:md":
+            return values.get(content, {}).get("text/markdown", content)
+        if role == "ref":
+            return resolver.ref(content)
+        if role == "numref":
+            return resolver.numref(content)
+        if role == "eq":
+            return resolver.eq(content)
+        if role.startswith("cite"):
+            return resolver.cite(role, content)
+        return content
+
+    return ROLE.sub(replace, text)
+
+
+SOLUTION_FENCE = re.compile(r"^(`{3,}|:{3,})\{solution-(start|end)\}")
+ANSWER_FENCE = re.compile(r"^(`{3,}|:{3,})\{dropdown\}\s*Answer\b")
+
+
+def without_solutions(cells: list) -> list:
+    """The cells of a MyST notebook without its solutions and answers (the
+    student edition): every gated solution, from its ``solution-start`` to its
+    ``solution-end`` (code cells between them included), and every "Answer"
+    dropdown of a question."""
+    kept, in_solution = [], False
+    for cell in cells:
+        if cell.cell_type != "markdown":
+            if not in_solution:
+                kept.append(cell)
+            continue
+        lines, closing = [], None  # closing: the fence that ends a skipped block
+        for line in cell.source.split("\n"):
+            if closing is not None:
+                if line.strip() == closing:
+                    closing = None
+                continue
+            fence = SOLUTION_FENCE.match(line.strip())
+            if fence:
+                in_solution = fence.group(2) == "start"
+                closing = fence.group(1)  # skip the directive's own lines
+                continue
+            answer = ANSWER_FENCE.match(line.strip())
+            if answer and not in_solution:
+                closing = answer.group(1)
+                continue
+            if not in_solution:
+                lines.append(line)
+        cell = nbformat.from_dict({**cell, "source": "\n".join(lines)})
+        kept.append(cell)
+    return kept
+
+
+FIRST_CELL = (
+    "# Outside the book's own environment (Colab, a bare Jupyter), install the\n"
+    "# book's package and what its chapters use, then restart the kernel:\n"
+)
+
+
+def install_cell(repository_url: str, language: str = "en") -> nbformat.NotebookNode:
+    """The first cell of every notebook: how to run it outside the book."""
+    _ = gettext(language)
+    if repository_url:
+        where = f'"qkv[notebooks] @ git+{repository_url.rstrip("/")}"'
+        how = f"# %pip install {where}"
+    else:
+        how = '# %pip install -e ".[notebooks]"   ' + _(
+            "(in a copy of the book's repository)"
+        )
+    return nbformat.v4.new_code_cell(_(FIRST_CELL) + how)
+
+
+def _edition(app: Sphinx) -> str:
+    """ "student" or "full" (:mod:`bookbuild.site.edition` decides)."""
+    return app.config.qkv_edition if "qkv_edition" in app.config else edition()
+
+
+def _repository(app: Sphinx) -> str:
+    """The book's repository URL (``repository.url`` of ``_config.yml``), or ""."""
+    return repository_url(app.config)
+
+
+def _translations(app: Sphinx, page: str) -> dict[str, str]:
+    """The page's translated messages, in a build of another language ({} else)."""
+    from bookbuild.i18n.languages import catalogue, is_translation
+
+    if "book_languages" not in app.config or not is_translation(app.config):
+        return {}
+    return catalogue(app.env, app.config, page)
+
+
+def _catalogue_time(app: Sphinx, page: str) -> float:
+    """When the page's catalogue (in this build's language) last changed, or 0."""
+    from bookbuild.i18n.translations import po_path
+
+    path = po_path(Path(app.srcdir), app.config.language or "en", page)
+    return path.stat().st_mtime if path.is_file() else 0.0
+
+
+def stable_ids(page: str, cells: list) -> None:
+    """Give each cell an id from the page and its content, in place: the first
+    12 hex digits of a hash, and ``-2``, ``-3``... for a repeated cell."""
+    seen: dict[str, int] = {}
+    for cell in cells:
+        digest = hashlib.sha256(
+            f"{page}\0{cell.cell_type}\0{cell.source}".encode()
+        ).hexdigest()[:12]
+        seen[digest] = seen.get(digest, 0) + 1
+        cell["id"] = digest if seen[digest] == 1 else f"{digest}-{seen[digest]}"
+
+
+def build_notebook(app: Sphinx, page: str, executed) -> nbformat.NotebookNode:
+    from myst_nb.core.read import read_myst_markdown_notebook
+
+    source_path = Path(app.srcdir) / f"{page}.md"
+    notebook = read_myst_markdown_notebook(source_path.read_text(encoding="utf-8"))
+    values = glue_values(executed) if executed is not None else {}
+    resolver = Resolver(app)
+    source_cells = notebook.cells
+    if _edition(app) == "student":
+        source_cells = without_solutions(source_cells)
+    cells = [install_cell(_repository(app), app.config.language)]
+    messages = _translations(app, page)
+    if messages or has_own_numbers(app.config.language):
+        # the phrases glued by the code, in the page's language too
+        from bookbuild.i18n.glue import translate_glued
+
+        for value in values.values():
+            if isinstance(text := value.get("text/markdown"), str):
+                value["text/markdown"] = translate_glued(
+                    text, messages, app.config.language
+                )
+    for cell in source_cells:
+        if cell.cell_type == "markdown":
+            text, attachments = convert_markdown(
+                translate_markdown(cell.source, messages) if messages else cell.source,
+                values,
+                resolver,
+                source_path.parent,
+            )
+            if not text.strip():
+                continue
+            new = nbformat.v4.new_markdown_cell(text)
+            if attachments:
+                new["attachments"] = attachments
+            cells.append(new)
+        elif cell.cell_type == "code":
+            tags = cell.get("metadata", {}).get("tags", [])
+            if "remove-cell" in tags:
+                continue  # bookkeeping: glue and the asserts behind the prose
+            new = nbformat.v4.new_code_cell(cell.source)
+            if tags:
+                new.metadata["tags"] = tags
+            cells.append(new)
+    stable_ids(page, cells)
+    result = nbformat.v4.new_notebook(cells=cells)
+    result.metadata["kernelspec"] = dict(notebook.metadata.get("kernelspec", {}))
+    result.metadata["language_info"] = {"name": "python"}
+    return result
+
+
+def _write_notebooks(app: Sphinx, exception: Exception | None) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    from jupyter_cache import get_cache
+
+    cache = get_cache(app.env.mystnb_config.execution_cache_path)
+    records = {str(Path(r.uri).resolve()): r for r in cache.list_cache_records()}
+    root = Path(app.srcdir)
+    folder = Path(app.outdir) / FOLDER
+    folder.mkdir(exist_ok=True)
+    # Chapter numbers come from _toc.yml; the conversion from this file; the
+    # first cell and the solutions from the settings.
+    shared = max((root / "_toc.yml").stat().st_mtime, Path(__file__).stat().st_mtime)
+    settings = f"{_edition(app)} {_repository(app)}\n"
+    stamp = folder / ".settings"
+    if not stamp.exists() or stamp.read_text(encoding="utf-8") != settings:
+        stamp.write_text(settings, encoding="utf-8")
+        shared = stamp.stat().st_mtime
+    chapters = lessons(root)
+    expected = {f"{Path(page).name}.ipynb" for page in chapters}
+    for stale in folder.glob("*.ipynb"):
+        if stale.name not in expected:
+            stale.unlink()  # a chapter that left the book
+    for page in chapters:
+        source = root / f"{page}.md"
+        record = records.get(str(source.resolve()))
+        target = folder / f"{Path(page).name}.ipynb"
+        inputs = [shared, source.stat().st_mtime, _catalogue_time(app, page)]
+        if record is not None:
+            inputs.append(record.created.replace(tzinfo=UTC).timestamp())
+        if target.exists() and target.stat().st_mtime >= max(inputs):
+            continue  # up to date: keeps builds fast
+        executed = cache.get_cache_bundle(record.pk).nb if record else None
+        notebook = build_notebook(app, page, executed)
+        nbformat.validate(notebook)
+        nbformat.write(notebook, target)
+
+
+def _translations_folder(app: Sphinx) -> str:
+    """The language's folder of a translation ("fr"), "" in the root language."""
+    from bookbuild.i18n.languages import is_translation
+    from bookbuild.i18n.messages import base_language
+
+    if "book_languages" not in app.config or not is_translation(app.config):
+        return ""
+    return base_language(app.config.language)
+
+
+def _link(app: Sphinx, pagename: str, templatename, context, doctree) -> None:
+    if pagename not in lessons(Path(app.srcdir)):
+        return
+    name = f"{Path(pagename).name}.ipynb"
+    href = "../" * pagename.count("/") + f"{FOLDER}/{name}"
+    _ = gettext(app.config.language)
+    download = _("Download this chapter as a notebook")
+    links = [f'<a href="{href}" download>{download}</a>']
+    # The workflow publishes the notebooks of each edition in their own folder
+    # (and those of a translation in its language's folder).
+    published = f"{_edition(app)}/{name}"
+    if _translations_folder(app):
+        published = f"{_translations_folder(app)}/{published}"
+    for service, url in launch_links(_repository(app), published).items():
+        opening = _("Open it on {service}").format(service=service)
+        links.append(f'<a href="{html.escape(url)}">{opening}</a>')
+    context["body"] = (
+        '<p class="qkv-notebook-link">' + " · ".join(links) + "</p>"
+    ) + context.get("body", "")
+
+
+def setup(app: Sphinx) -> dict:
+    app.connect("html-page-context", _link)
+    app.connect("build-finished", _write_notebooks)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
+
+
+def branch_folder(root: Path, repository: str, commit: str = "main") -> Path:
+    """The files of the ``notebooks`` branch, in ``_build/notebooks-branch``: the
+    notebooks of both editions (``full/``, ``student/``), those of each translation
+    (``fr/full/``, ``fr/student/``), and what Binder installs.
+    """
+    import shutil
+
+    target = Path(root) / "_build" / "notebooks-branch"
+    shutil.rmtree(target, ignore_errors=True)
+    editions = {
+        "full": Path(root) / "_build" / "html" / FOLDER,
+        "student": Path(root) / "_build" / "student" / "_build" / "html" / FOLDER,
+    }
+    for language in translated_languages(root):
+        for name, folder in list(editions.items()):
+            editions[f"{language}/{name}"] = folder.parent / language / FOLDER
+    for name, folder in editions.items():
+        notebooks = sorted(folder.glob("*.ipynb"))
+        if not notebooks:
+            raise FileNotFoundError(f"no notebooks in {folder}: build that edition")
+        (target / name).mkdir(parents=True)
+        for notebook in notebooks:
+            shutil.copy2(notebook, target / name / notebook.name)
+    (target / "requirements.txt").write_text(
+        "# What Binder installs: the CPU build of torch, then the book's package.\n"
+        "--extra-index-url https://download.pytorch.org/whl/cpu\n"
+        f"qkv[notebooks] @ git+{repository.rstrip('/')}@{commit}\n",
+        encoding="utf-8",
+    )
+    (target / "README.md").write_text(
+        "# The chapter notebooks of *Attention, Computed*\n\n"
+        f"Written by the book's build from {repository} (commit {commit}): `full/` "
+        "with the solutions, `student/` without. Do not edit: every publication of "
+        "the book replaces this branch.\n",
+        encoding="utf-8",
+    )
+    return target
+
+
+if __name__ == "__main__":
+    import argparse
+    import subprocess
+
+    parser = argparse.ArgumentParser(description="the files of the notebooks branch")
+    parser.add_argument("--repository", required=True)
+    args = parser.parse_args()
+    commit = subprocess.run(
+        ["git", "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    print(branch_folder(Path("."), args.repository, commit or "main"))

@@ -1,0 +1,159 @@
+"""What the tests share: the book's strict build, the browser they need, and a
+check that a block of HTML (a widget of ``qkv``) loads nothing from outside.
+
+``tests/conftest.py`` builds the book once per test session with
+:func:`build_book`; the tests of the cache and of the warm kernels build small
+books of their own the same way.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from pathlib import Path
+
+from bookbuild.i18n.translations import TRANSLATIONS_LOG
+from bookbuild.tools.browser import CHROMIUM
+
+
+@dataclass
+class BuildResult:
+    """A finished build: its exit code, everything it printed, its site (and
+    what the build of its translations printed, also part of ``output``)."""
+
+    returncode: int
+    output: str
+    html: Path
+    translations_output: str = ""
+
+
+def build_book(
+    source: Path, env: dict[str, str] | None = None, prefill: bool = False
+) -> BuildResult:
+    """Run the book's strict build on ``source`` and its translations' side by
+    side (``python -m bookbuild.i18n.translations site``); with ``prefill``, execute
+    the chapters in parallel first: as ``make book`` does."""
+    env = {**os.environ, **(env or {})}
+    env.pop("MPLBACKEND", None)  # a headless backend would hide every figure
+    prefill_output = ""
+    if prefill:
+        done = subprocess.run(
+            [sys.executable, "-P", "-m", "bookbuild.execute.prefill", str(source)],
+            cwd=source,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
+        prefill_output = done.stdout + done.stderr
+    result = subprocess.run(
+        [sys.executable, "-m", "bookbuild.i18n.translations", "site"],
+        cwd=source,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    # `site` prints the translations' log (their stdout and stderr) after this line.
+    translations = result.stdout.partition(TRANSLATIONS_LOG)[2]
+    return BuildResult(
+        result.returncode,
+        prefill_output + result.stdout + result.stderr,
+        Path(source) / "_build" / "html",
+        translations,
+    )
+
+
+def require_chromium() -> None:
+    """Skip the calling test without Chromium; under ``CI=true``, fail it."""
+    import pytest
+
+    if shutil.which(CHROMIUM) or os.path.exists(CHROMIUM):
+        return
+    reason = f"Chromium not found at {CHROMIUM}: apt-get install -y chromium"
+    if os.environ.get("CI") == "true":
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+def make_variable(root: Path, name: str) -> str:
+    """The value of a variable of the book's Makefile (``make print-NAME``)."""
+    done = subprocess.run(
+        ["make", "-s", "--no-print-directory", f"print-{name}"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+# A URL that the browser would fetch from outside the page: a scheme with "//"
+# (https://, ftp://, ...) or a protocol-relative "//host".
+OUTSIDE = re.compile(r"(?:\b[a-z][a-z0-9+.-]*:)?//[^/\s\"'()<>]", re.I)
+CSS_URL = re.compile(r"url\(\s*['\"]?([^'\")]*)|@import\s+['\"]([^'\"]*)", re.I)
+# The only "URL" a widget's script may hold: the SVG namespace, a name that is
+# never fetched (document.createElementNS needs it).
+NAMES_NOT_FETCHED = {"http://www.w3.org/2000/svg"}
+
+
+class OutsideReferences(HTMLParser):
+    """Collect every reference of an HTML fragment to a resource outside it: in
+    any attribute (src, href, srcset, data, action, poster, ...), in CSS url()
+    and @import (style attributes and <style> elements), and in the text of
+    scripts that run (a JSON data block is not run)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.found: list[str] = []
+        self.scripts: list[str] = []
+        self._inside: str | None = None
+
+    def handle_starttag(self, tag, attrs):
+        for name, value in attrs:
+            value = value or ""
+            urls = [value]
+            if name == "srcset":
+                urls = [part.split()[0] for part in value.split(",") if part.split()]
+            if name == "style":
+                urls += [a or b for a, b in CSS_URL.findall(value)]
+            self.found += [f"{tag} {name}={u!r}" for u in urls if OUTSIDE.match(u)]
+        kind = dict(attrs).get("type", "text/javascript")
+        if tag == "script" and "json" not in kind:
+            self._inside = "script"
+        elif tag == "style":
+            self._inside = "style"
+
+    def handle_endtag(self, tag):
+        if tag in ("script", "style"):
+            self._inside = None
+
+    def handle_data(self, data):
+        if self._inside == "style":
+            urls = [a or b for a, b in CSS_URL.findall(data)]
+            self.found += [f"style url {u!r}" for u in urls if OUTSIDE.match(u)]
+        elif self._inside == "script":
+            self.scripts.append(data)
+            for match in OUTSIDE.finditer(data):
+                end = data.find('"', match.end())
+                literal = data[match.start() : end if end > 0 else match.end()]
+                if literal not in NAMES_NOT_FETCHED:
+                    self.found.append(f"script text {literal!r}")
+            for call in ("fetch(", "XMLHttpRequest", "import(", "require", "WebSocket"):
+                if call in data:
+                    self.found.append(f"script calls {call}")
+
+
+def outside_references(page: str) -> list[str]:
+    """What ``page``, a block of HTML with a script, would load from outside."""
+    parser = OutsideReferences()
+    parser.feed(page)
+    parser.close()
+    if not parser.scripts:
+        raise ValueError("no script found: this is not a widget")
+    return parser.found

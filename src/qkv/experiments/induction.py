@@ -1,0 +1,451 @@
+"""Induction heads: a two-layer attention-only Transformer learns to copy.
+
+Explained in the chapter *decoders*, after Olsson et al. (2022), "In-context
+Learning and Induction Heads". The model reads random tokens in which a segment
+is repeated:
+
+    ... 41 7 [12 30 5 58 ...] 9 22 [12 30 5 58 ...] ...
+            first occurrence         repeat
+
+and predicts every next token. The tokens of the first occurrence are random: no
+model can predict them. Once the repeat has begun, each next token can be read
+from the first occurrence: find the earlier copy of the current token, and
+predict the token that came after it. Two heads in two layers do it together:
+
+* a **previous-token head** in layer 1 writes into each position the token just
+  before it;
+* an **induction head** in layer 2 lets the current token (its query) find the
+  position whose *previous* token matches it (its key), and copies the token
+  found there (its value).
+
+The model is token embeddings, two layers of :class:`qkv.MultiHeadAttention`
+(causal, each added to the residual stream, no MLP, no layer norm) and an
+unembedding; learned positions enter the queries and keys only (Shortformer's
+position-infused attention, Press et al. 2021). Attention sinks (Xiao et al.
+2024), the share of attention a head parks on the first token, are measured too.
+
+Everything is deterministic for a seed: the weights come from
+``torch.manual_seed(seed)``, the training sequences from a generator seeded with
+``seed``, the held-out ones from a generator seeded with ``seed + 10_000``.
+
+Shape legend (as in :mod:`qkv.attention`): B sequences, N layers, H heads per
+layer, T positions, D model dimension, V vocabulary size.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor, nn
+
+from qkv.attention import MultiHeadAttention
+from qkv.validate import check_int
+
+__all__ = [
+    "Batch",
+    "POSITIONS",
+    "InductionModel",
+    "Measurement",
+    "TrainResult",
+    "heldout_batch",
+    "make_batch",
+    "measure",
+    "train",
+]
+
+#: Token ids 0..V-1, drawn uniformly (with replacement: chance repeats happen).
+VOCAB_SIZE = 64
+#: T, the length of every sequence.
+SEQ_LEN = 20
+#: The length of the repeated segment.
+SEGMENT_LEN = 8
+
+
+@dataclass
+class Batch:
+    """Sequences with one repeated segment each.
+
+    Attributes:
+        tokens: (B, T) token ids.
+        first: (B,) where the segment starts the first time.
+        repeat: (B,) where it starts again; ``repeat >= first + segment_len``.
+        segment_len: the segment's length.
+    """
+
+    tokens: Tensor
+    first: Tensor
+    repeat: Tensor
+    segment_len: int
+
+
+def make_batch(
+    batch_size: int,
+    generator: torch.Generator,
+    seq_len: int = SEQ_LEN,
+    segment_len: int = SEGMENT_LEN,
+    vocab_size: int = VOCAB_SIZE,
+) -> Batch:
+    """Random sequences, each repeating a random segment at a random offset.
+
+    Explained in the chapter *decoders*. Each sequence is ``seq_len -
+    segment_len`` uniform random tokens; a segment of them starting at ``first``
+    (uniform in ``0 .. T - 2 * segment_len``) is inserted again at ``repeat``
+    (uniform in ``first + segment_len .. T - segment_len``).
+
+    Args:
+        batch_size: B.
+        generator: the source of randomness.
+        seq_len: T.
+        segment_len: the repeated segment's length, at most T / 2.
+        vocab_size: V.
+
+    Returns:
+        A :class:`Batch`.
+    """
+    check_int("batch_size", batch_size, 1)
+    check_int("segment_len", segment_len, 2)
+    check_int("vocab_size", vocab_size, 2)
+    check_int("seq_len", seq_len, 2 * segment_len)
+    base = torch.randint(
+        vocab_size, (batch_size, seq_len - segment_len), generator=generator
+    )  # (B, T - segment_len)
+    first = torch.randint(
+        seq_len - 2 * segment_len + 1, (batch_size,), generator=generator
+    )
+    room = seq_len - 2 * segment_len - first + 1  # choices for the repeat, (B,)
+    draw = torch.rand(batch_size, generator=generator)
+    repeat = first + segment_len + (draw * room).long()  # (B,)
+    # Position t of a sequence reads base[index[t]]: before the repeat, base
+    # itself; in the repeat, the segment again; after it, the rest of base.
+    t = torch.arange(seq_len)[None, :]  # (1, T)
+    offset = t - repeat[:, None]  # (B, T): position relative to the repeat
+    in_repeat = (offset >= 0) & (offset < segment_len)
+    index = torch.where(offset < 0, t, t - segment_len)
+    index = torch.where(in_repeat, first[:, None] + offset, index)  # (B, T)
+    return Batch(base.gather(1, index), first, repeat, segment_len)
+
+
+def heldout_batch(seed: int = 0, n: int = 1000) -> Batch:
+    """The held-out sequences :func:`train` measures on: generator ``seed + 10_000``."""
+    return make_batch(n, torch.Generator().manual_seed(seed + 10_000))
+
+
+#: Where :class:`InductionModel` adds its position embeddings.
+POSITIONS = ("queries-keys", "residual")
+
+
+class InductionModel(nn.Module):
+    """A two-layer attention-only Transformer (Olsson et al. 2022).
+
+    Explained in the chapter *decoders*. Each layer of
+    :class:`qkv.MultiHeadAttention` (causal) adds its output to the residual
+    stream, which starts as the token embeddings; a linear unembedding reads the
+    next-token logits. No MLP and no layer norm: everything the model does,
+    attention does.
+
+    Positions are learned and, by default, added to the queries and keys of every
+    layer but not to the residual stream nor to the values ("position-infused
+    attention" of Shortformer, Press et al. 2021, as in the small models of the
+    induction-head literature). A head can then use positions to decide where to
+    look, but what it copies is tokens only. With ``positions="residual"`` they are
+    added once to the token embeddings, as in GPT-2: the model usually still learns
+    to predict the repeat, but often by another circuit (a first-layer head that
+    finds the earlier copy of the current token, whose *position* the second layer
+    then uses), with no previous-token head.
+
+    Args:
+        vocab_size: V.
+        max_len: the longest sequence (rows of the position table).
+        embed_dim: D.
+        num_heads: H, per layer.
+        num_layers: N.
+        positions: one of :data:`POSITIONS`.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int = VOCAB_SIZE,
+        max_len: int = SEQ_LEN,
+        embed_dim: int = 32,
+        num_heads: int = 2,
+        num_layers: int = 2,
+        positions: str = "queries-keys",
+    ) -> None:
+        super().__init__()
+        for name, value in (
+            ("vocab_size", vocab_size),
+            ("max_len", max_len),
+            ("num_layers", num_layers),
+        ):
+            check_int(name, value, 1)
+        if positions not in POSITIONS:
+            raise ValueError(f"positions must be one of {POSITIONS}, got {positions!r}")
+        self.positions = positions
+        self.token_embedding = nn.Embedding(vocab_size, embed_dim)
+        self.position_embedding = nn.Embedding(max_len, embed_dim)
+        self.layers = nn.ModuleList(
+            MultiHeadAttention(embed_dim, num_heads) for _ in range(num_layers)
+        )
+        self.unembedding = nn.Linear(embed_dim, vocab_size)
+
+    def forward(
+        self, tokens: Tensor, need_weights: bool = True
+    ) -> tuple[Tensor, list[Tensor]]:
+        """Next-token logits and every layer's attention.
+
+        Args:
+            tokens: (B, T) token ids, T at most ``max_len``.
+            need_weights: if False, the layers run PyTorch's fused attention
+                (faster, the same logits) and ``weights`` is an empty list.
+
+        Returns:
+            ``(logits, weights)``: logits (B, T, V), position t scoring the token
+            at t + 1; weights, one (B, H, T, T) tensor per layer.
+        """
+        length = tokens.shape[-1]
+        rows = self.position_embedding.num_embeddings
+        if tokens.dim() != 2 or length > rows:
+            raise ValueError(
+                f"tokens must have shape (B, T) with T <= max_len={rows}, got "
+                f"{tuple(tokens.shape)}"
+            )
+        x = self.token_embedding(tokens)  # (B, T, D): the residual stream
+        where = self.position_embedding(torch.arange(length, device=tokens.device))
+        if self.positions == "residual":
+            x = x + where  # (B, T, D)
+            where = torch.zeros_like(where)
+        weights = []
+        for attention in self.layers:
+            # Queries and keys see the positions, values do not.
+            context, layer_weights = attention(
+                x + where, x + where, x, is_causal=True, need_weights=need_weights
+            )  # (B, T, D), (B, H, T, T) or None
+            x = x + context
+            if need_weights:
+                weights.append(layer_weights)
+        return self.unembedding(x), weights  # (B, T, V)
+
+
+@dataclass
+class Measurement:
+    """What :func:`measure` finds on a batch.
+
+    Attributes:
+        first_accuracy: next-token accuracy inside the first occurrence of the
+            segment (its tokens 2..L, predicted from the token before each):
+            random tokens, so near chance, 1 / V.
+        repeat_accuracy: the same inside the repeat. Its first token is left
+            out: nothing announces where the repeat begins.
+        induction_scores: (N, H), the mean weight from each token of the repeat
+            to the token after its earlier occurrence.
+        previous_token_scores: (N, H), the mean weight from each position t >= 1
+            to t - 1.
+        sink_scores: (N, H), the mean weight on the first token, from the
+            positions t >= 1.
+        uniform_sink: what a head attending uniformly to every allowed position
+            would put on the first token (the mean of 1 / (t + 1)).
+    """
+
+    first_accuracy: float
+    repeat_accuracy: float
+    induction_scores: Tensor
+    previous_token_scores: Tensor
+    sink_scores: Tensor
+    uniform_sink: float
+
+
+def measure(model: InductionModel, batch: Batch) -> Measurement:
+    """Accuracies and attention scores of ``model`` on ``batch``.
+
+    Explained in the chapter *decoders*.
+    """
+    with torch.no_grad():
+        logits, weights = model(batch.tokens)
+    stacked = torch.stack(weights, dim=1)  # (B, N, H, T, T)
+    rows = torch.arange(len(batch.tokens))[:, None]  # (B, 1)
+    inside = torch.arange(1, batch.segment_len)[None, :]  # (1, L - 1)
+    predictions = logits.argmax(dim=-1)  # (B, T)
+
+    def accuracy(start: Tensor) -> float:
+        targets = start[:, None] + inside  # (B, L - 1): positions predicted
+        hits = predictions[rows, targets - 1] == batch.tokens[rows, targets]
+        return float(hits.float().mean())
+
+    along = torch.arange(batch.segment_len)[None, :]  # (1, L)
+    queries = batch.repeat[:, None] + along  # (B, L): every token of the repeat
+    keys = batch.first[:, None] + along + 1  # the token after its earlier copy
+    induction = stacked[rows, :, :, queries, keys]  # (B, L, N, H)
+    length = batch.tokens.shape[-1]
+    previous = stacked.diagonal(offset=-1, dim1=-2, dim2=-1)  # (B, N, H, T - 1)
+    sink = stacked[..., 1:, 0]  # (B, N, H, T - 1)
+    uniform = 1.0 / torch.arange(2, length + 1, dtype=torch.float64)  # (T - 1,)
+    return Measurement(
+        first_accuracy=accuracy(batch.first),
+        repeat_accuracy=accuracy(batch.repeat),
+        induction_scores=induction.mean(dim=(0, 1)),  # (N, H)
+        previous_token_scores=previous.mean(dim=(0, 3)),  # (N, H)
+        sink_scores=sink.mean(dim=(0, 3)),  # (N, H)
+        uniform_sink=float(uniform.mean()),
+    )
+
+
+@dataclass
+class TrainResult:
+    """What :func:`train` returns; scores are measured on held-out sequences.
+
+    Attributes:
+        model: the trained model (in eval mode).
+        initial_model: a copy of the model before training.
+        first_accuracy: see :class:`Measurement`.
+        repeat_accuracy: see :class:`Measurement`.
+        induction_scores: (N, H), see :class:`Measurement`.
+        previous_token_scores: (N, H).
+        sink_scores: (N, H), the attention-sink measurement.
+        uniform_sink: the sink share of a uniform head, for comparison.
+        induction_head: ``(layer, head)`` with the highest induction score
+            (0-based: layer 1 means the second layer).
+        previous_token_head: ``(0, head)``, the head of the first layer with the
+            highest previous-token score.
+        history: training loss at each step.
+        curve: measured every ``eval_every`` steps on 200 held-out sequences:
+            ``step``, ``loss``, ``repeat_accuracy``, ``induction`` (best head)
+            and ``previous_token`` (best head of the first layer).
+        heldout: the held-out sequences.
+        example: one held-out sequence (a :class:`Batch` of one) to draw.
+        example_weights: its attention, (N, H, T, T).
+        seconds: wall time of the training.
+        cpu_seconds: its CPU time (``time.process_time``).
+    """
+
+    model: InductionModel
+    initial_model: InductionModel
+    first_accuracy: float
+    repeat_accuracy: float
+    induction_scores: Tensor
+    previous_token_scores: Tensor
+    sink_scores: Tensor
+    uniform_sink: float
+    induction_head: tuple[int, int]
+    previous_token_head: tuple[int, int]
+    history: list[float] = field(repr=False)
+    curve: dict[str, list[float]] = field(repr=False)
+    heldout: Batch = field(repr=False)
+    example: Batch = field(repr=False)
+    example_weights: Tensor = field(repr=False)
+    seconds: float = 0.0
+    cpu_seconds: float = 0.0
+
+
+def train(
+    seed: int = 0,
+    steps: int = 600,
+    batch_size: int = 128,
+    lr: float = 1e-2,
+    embed_dim: int = 32,
+    num_heads: int = 2,
+    positions: str = "queries-keys",
+    n_heldout: int = 1000,
+    eval_every: int = 50,
+) -> TrainResult:
+    """Train an :class:`InductionModel` on next-token prediction, deterministically.
+
+    Explained in the chapter *decoders*. Every step draws a new batch from
+    :func:`make_batch`; the loss is the cross-entropy of every next token (the
+    random ones included, as a language model is trained), with Adam.
+
+    Args:
+        seed: seeds the weights and the data.
+        steps: optimisation steps.
+        batch_size: sequences per step.
+        lr: learning rate of Adam.
+        embed_dim, num_heads: the size of the model.
+        positions: see :class:`InductionModel`.
+        n_heldout: held-out sequences for the final measurement.
+        eval_every: steps between two points of ``curve``.
+
+    Returns:
+        A :class:`TrainResult`.
+    """
+    check_int("seed", seed, 0)
+    for name, value in (
+        ("steps", steps),
+        ("batch_size", batch_size),
+        ("n_heldout", n_heldout),
+        ("eval_every", eval_every),
+    ):
+        check_int(name, value, 1)
+    if isinstance(lr, bool) or not isinstance(lr, int | float) or not lr > 0:
+        raise ValueError(f"lr must be a positive number, got {lr!r}")
+    torch.manual_seed(seed)
+    model = InductionModel(
+        embed_dim=embed_dim, num_heads=num_heads, positions=positions
+    )
+    initial_model = copy.deepcopy(model)
+    generator = torch.Generator().manual_seed(seed)
+    heldout = heldout_batch(seed, n_heldout)
+    probe = Batch(
+        heldout.tokens[:200],
+        heldout.first[:200],
+        heldout.repeat[:200],
+        heldout.segment_len,
+    )
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    history: list[float] = []
+    curve: dict[str, list[float]] = {
+        key: []
+        for key in ("step", "loss", "repeat_accuracy", "induction", "previous_token")
+    }
+    start, cpu_start = time.perf_counter(), time.process_time()
+    with torch.enable_grad():
+        for step in range(1, steps + 1):
+            tokens = make_batch(batch_size, generator).tokens  # (B, T)
+            logits, _ = model(tokens, need_weights=False)  # (B, T, V)
+            loss = nn.functional.cross_entropy(
+                logits[:, :-1].flatten(0, 1), tokens[:, 1:].flatten()
+            )  # position t predicts token t + 1
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            history.append(float(loss.detach()))
+            if step % eval_every == 0 or step == steps:
+                now = measure(model, probe)
+                curve["step"].append(step)
+                curve["loss"].append(history[-1])
+                curve["repeat_accuracy"].append(now.repeat_accuracy)
+                curve["induction"].append(float(now.induction_scores.max()))
+                curve["previous_token"].append(
+                    float(now.previous_token_scores[0].max())
+                )
+    seconds = time.perf_counter() - start
+    cpu_seconds = time.process_time() - cpu_start
+    model.eval()
+    final = measure(model, heldout)
+    heads = final.induction_scores.shape[1]
+    layer, head = divmod(int(final.induction_scores.argmax()), heads)
+    example = Batch(
+        heldout.tokens[:1], heldout.first[:1], heldout.repeat[:1], heldout.segment_len
+    )
+    with torch.no_grad():
+        _, example_weights = model(example.tokens)
+    return TrainResult(
+        model=model,
+        initial_model=initial_model,
+        first_accuracy=final.first_accuracy,
+        repeat_accuracy=final.repeat_accuracy,
+        induction_scores=final.induction_scores,
+        previous_token_scores=final.previous_token_scores,
+        sink_scores=final.sink_scores,
+        uniform_sink=final.uniform_sink,
+        induction_head=(layer, head),
+        previous_token_head=(0, int(final.previous_token_scores[0].argmax())),
+        history=history,
+        curve=curve,
+        heldout=heldout,
+        example=example,
+        example_weights=torch.stack(example_weights, dim=1)[0],  # (N, H, T, T)
+        seconds=seconds,
+        cpu_seconds=cpu_seconds,
+    )

@@ -1,0 +1,320 @@
+"""An interactive attention head view that works in a static page, offline.
+
+Explained in the chapter *pretrained-model*. ``head_view(maps)`` returns an object
+that Jupyter and the book render as one self-contained block of HTML: a layer and
+a head selector, the tokens in two columns, and a line from each token to every
+token it attends to, thicker for a larger weight. Hover or focus (Tab, then the
+arrow keys) a token on the left to see only its attention.
+
+Design constraints, each tested: those of every widget of :mod:`qkv.page.widgets` (no
+network, no CDN, no require.js; several views on one page do not interfere; tokens
+are escaped, so a token such as ``</script>`` cannot run code; a static heatmap, a
+PNG inside the page, stands in where scripts do not run and in print), and it runs
+in the built site over http and from ``file://``. Its words follow the page's
+language (``<html lang>``: English or French), its static figure's alt text too
+(in a French build of the book).
+"""
+
+from __future__ import annotations
+
+import html
+
+from qkv.page.widgets import Widget, figure_png
+from qkv.pretrained import AttentionMaps
+from qkv.validate import check_index, check_int
+
+__all__ = ["HeadView", "head_view"]
+
+ROW_HEIGHT = 26  # px per token row
+LINES_WIDTH = 170  # px between the two columns
+
+NNBSP = "\u202f"  # French: a narrow no-break space before : and ;
+
+#: The view's words in each language; ``{...}`` are filled in.
+LABELS = {
+    "en": {
+        "layer": "Layer",
+        "head": "Head",
+        "attending": "attending tokens",
+        "attended": "attended tokens",
+        "idle": "Hover or focus a token on the left to see where it looks.",
+        "looks": "{token} looks at: {top}",
+        "sep": ", ",
+        "alt": "Attention heatmap of layer {layer}, head {head}, over the tokens: "
+        "{tokens}",
+    },
+    "fr": {
+        "layer": "Couche",
+        "head": "Tête",
+        "attending": "tokens qui portent attention",
+        "attended": "tokens regardés",
+        "idle": "Survolez un token de gauche, ou donnez-lui le focus, pour voir "
+        "où il regarde.",
+        "looks": f"{{token}} regarde{NNBSP}: {{top}}",
+        "sep": f"{NNBSP}; ",
+        "alt": "Carte de chaleur de l’attention de la couche {layer}, tête {head}, "
+        f"sur les tokens{NNBSP}: {{tokens}}",
+    },
+}
+
+_CSS = """
+#{id} {{ background:#fff; color:#111; border:1px solid #ccc; border-radius:6px;
+  padding:10px 14px; margin:1em 0; font-family:sans-serif; max-width:100%;
+  overflow-x:auto; }}
+#{id} .qkv-hv-controls {{ display:flex; gap:1.5em; margin-bottom:8px; }}
+#{id} .qkv-hv-controls label {{ font-size:14px; color:#111; }}
+#{id} select {{ font-size:14px; margin-left:.4em; color:#111; background:#fff; }}
+#{id} .qkv-hv-body {{ display:flex; align-items:flex-start; }}
+#{id} ol {{ list-style:none; margin:0; padding:0; }}
+#{id} li {{ height:{row}px; margin:0; padding:0; }}
+#{id} .qkv-hv-token {{ height:{row}px; line-height:{row}px; padding:0 8px;
+  font:14px monospace; color:#111; background:#fff; border:1px solid transparent;
+  border-radius:4px; cursor:pointer; white-space:pre; }}
+#{id} .qkv-hv-left .qkv-hv-token {{ float:right; }}
+#{id} .qkv-hv-token:focus {{ outline:2px solid #3b528b; }}
+#{id} .qkv-hv-token.qkv-hv-active {{ background:#fde725; border-color:#3b528b; }}
+#{id} .qkv-hv-status {{ font-size:14px; min-height:1.4em; margin:8px 0 0;
+  color:#111; }}
+"""
+
+_SCRIPT = """
+  var layerSelect = root.querySelector(".qkv-hv-layer");
+  var headSelect = root.querySelector(".qkv-hv-head");
+  var left = root.querySelectorAll(".qkv-hv-left .qkv-hv-token");
+  var right = root.querySelectorAll(".qkv-hv-right .qkv-hv-token");
+  var svg = root.querySelector(".qkv-hv-lines");
+  var status = root.querySelector(".qkv-hv-status");
+  var NS = "http://www.w3.org/2000/svg";
+  var lang = ((root.closest("[lang]") || document.documentElement)
+    .getAttribute("lang") || "en").slice(0, 2).toLowerCase();
+  var labels = data.labels[lang] || data.labels.en;
+  function weight(x) {
+    var text = x.toFixed(2);
+    return lang === "fr" ? text.replace(".", ",") : text;
+  }
+  root.querySelector(".qkv-hv-layer-name").textContent = labels.layer;
+  root.querySelector(".qkv-hv-head-name").textContent = labels.head;
+  root.querySelector(".qkv-hv-left").setAttribute("aria-label", labels.attending);
+  root.querySelector(".qkv-hv-right").setAttribute("aria-label", labels.attended);
+  var ROW = __ROW__, WIDTH = __WIDTH__, n = data.tokens.length;
+  var active = null;
+
+  function current() {
+    return data.weights[+layerSelect.value][+headSelect.value];
+  }
+
+  function draw() {
+    var w = current();
+    while (svg.firstChild) { svg.removeChild(svg.firstChild); }
+    for (var i = 0; i < n; i++) {
+      if (active !== null && i !== active) { continue; }
+      for (var j = 0; j < n; j++) {
+        var a = w[i][j];
+        if (a < 0.01) { continue; }
+        var line = document.createElementNS(NS, "line");
+        line.setAttribute("x1", 0);
+        line.setAttribute("y1", ROW * i + ROW / 2);
+        line.setAttribute("x2", WIDTH);
+        line.setAttribute("y2", ROW * j + ROW / 2);
+        line.setAttribute("stroke", "#3b528b");
+        line.setAttribute("stroke-width", active === null ? 0.5 + 3 * a : 1 + 10 * a);
+        line.setAttribute("stroke-opacity", active === null ? a : Math.min(1, 0.3 + a));
+        line.setAttribute("class", "qkv-hv-line");
+        svg.appendChild(line);
+      }
+    }
+    for (var k = 0; k < n; k++) {
+      left[k].classList.toggle("qkv-hv-active", k === active);
+      left[k].setAttribute("aria-pressed", k === active ? "true" : "false");
+      var shade = active === null ? 0 : w[active][k];
+      right[k].style.backgroundColor = active === null ? "" :
+        "rgba(94, 201, 98, " + shade.toFixed(3) + ")";
+      right[k].setAttribute("data-weight", active === null ? "" : shade.toFixed(3));
+    }
+    if (active === null) {
+      status.textContent = labels.idle;
+      return;
+    }
+    var order = [];
+    for (var m = 0; m < n; m++) { order.push(m); }
+    order.sort(function (x, y) { return w[active][y] - w[active][x]; });
+    var parts = [];
+    for (var t = 0; t < Math.min(3, n); t++) {
+      parts.push(data.tokens[order[t]] + " " + weight(w[active][order[t]]));
+    }
+    status.textContent = labels.looks.split("{token}").join(data.tokens[active])
+      .split("{top}").join(parts.join(labels.sep));
+  }
+
+  function activate(i) { active = i; draw(); }
+  function release() { active = null; draw(); }
+  for (var i = 0; i < n; i++) {
+    (function (index) {
+      var el = left[index];
+      el.addEventListener("mouseenter", function () { activate(index); });
+      el.addEventListener("focus", function () { activate(index); });
+      el.addEventListener("mouseleave", function () {
+        if (document.activeElement !== el) { release(); }
+      });
+      el.addEventListener("blur", release);
+      el.addEventListener("keydown", function (event) {
+        var step = event.key === "ArrowDown" ? 1 : event.key === "ArrowUp" ? -1 : 0;
+        if (step && left[index + step]) {
+          event.preventDefault();
+          left[index + step].focus();
+        }
+      });
+    })(i);
+  }
+  layerSelect.addEventListener("change", draw);
+  headSelect.addEventListener("change", draw);
+  draw();
+"""
+
+
+class HeadView(Widget):
+    """A self-contained interactive view of attention heads (see the module doc).
+
+    Args:
+        maps: from :func:`qkv.pretrained.attention_maps`.
+        layer: show only this layer (0-based); ``None`` for all layers.
+        head: the head shown first (and in print).
+        decimals: precision of the weights embedded in the page.
+
+    Raises:
+        ValueError: if the weights are not finite, negative, or have rows that
+            do not sum to 1 (see :meth:`qkv.pretrained.AttentionMaps.check`), or
+            ``layer``, ``head`` or ``decimals`` is not an int in range.
+    """
+
+    def __init__(
+        self,
+        maps: AttentionMaps,
+        layer: int | None = None,
+        head: int = 0,
+        decimals: int = 3,
+    ) -> None:
+        if not isinstance(maps, AttentionMaps):
+            raise ValueError(f"maps must be AttentionMaps, got {type(maps).__name__}")
+        maps.check()  # again: the weights may have been edited since
+        if layer is not None:
+            layer = check_index("layer", layer, maps.n_layers)
+        head = check_index("head", head, maps.n_heads)
+        decimals = check_int("decimals", decimals, minimum=0)
+        self.maps = maps
+        self.layers = list(range(maps.n_layers)) if layer is None else [layer]
+        self.head = head
+        self.decimals = decimals
+
+    kind = "qkv-hv"
+    root_classes = "qkv-headview"
+    live_classes = "qkv-hv-interactive"
+    static_classes = "qkv-hv-print"
+
+    def _payload(self) -> dict:
+        weights = self.maps.weights[self.layers]  # (layers shown, H, T, T)
+        rounded = [
+            [
+                [[round(float(v), self.decimals) for v in row] for row in h]
+                for h in layer
+            ]
+            for layer in weights
+        ]
+        return {
+            "tokens": list(self.maps.tokens),
+            "layers": self.layers,
+            "weights": rounded,
+            "labels": LABELS,
+        }
+
+    def static_png(self) -> bytes:
+        """The first layer shown, head ``head``, as a heatmap (PNG bytes)."""
+        from qkv.page.plot import heatmap
+
+        layer = self.layers[0]
+        fig = heatmap(
+            self.maps.weights[layer, self.head],
+            self.maps.tokens,
+            annotate=False,
+            title=f"layer {layer}, head {self.head}",
+        )
+        return figure_png(fig, dpi=110)
+
+    def _alt(self, lang: str) -> str:
+        return (
+            LABELS[lang]["alt"]
+            .replace("{layer}", str(self.layers[0]))
+            .replace("{head}", str(self.head))
+            .replace("{tokens}", " ".join(self.maps.tokens))
+        )
+
+    def static_alt(self) -> str:
+        return self._alt("en")
+
+    def static_alts(self) -> dict[str, str]:
+        return {lang: self._alt(lang) for lang in LABELS if lang != "en"}
+
+    def _css(self, root_id: str) -> str:
+        return _CSS.format(id=root_id, row=ROW_HEIGHT)
+
+    def _script(self) -> str:
+        return _SCRIPT.replace("__ROW__", str(ROW_HEIGHT)).replace(
+            "__WIDTH__", str(LINES_WIDTH)
+        )
+
+    def _live(self) -> str:
+        tokens = [html.escape(t) for t in self.maps.tokens]
+
+        def options(values, labels, selected):
+            return "".join(
+                f'<option value="{v}"{" selected" if v == selected else ""}>'
+                f"{html.escape(str(label))}</option>"
+                for v, label in zip(values, labels, strict=True)
+            )
+
+        layer_options = options(range(len(self.layers)), self.layers, 0)
+        n_heads = self.maps.n_heads
+        head_options = options(range(n_heads), range(n_heads), self.head)
+        column = "".join(
+            f'<li><button type="button" class="qkv-hv-token" data-index="{i}">'
+            f"{token}</button></li>"
+            for i, token in enumerate(tokens)
+        )
+        height = ROW_HEIGHT * len(tokens)
+        return (
+            '<div class="qkv-hv-controls">'
+            '<label><span class="qkv-hv-layer-name">Layer</span>'
+            f'<select class="qkv-hv-layer">{layer_options}</select></label>'
+            '<label><span class="qkv-hv-head-name">Head</span>'
+            f'<select class="qkv-hv-head">{head_options}</select></label>'
+            "</div>"
+            '<div class="qkv-hv-body">'
+            f'<ol class="qkv-hv-left" aria-label="attending tokens">{column}</ol>'
+            f'<svg class="qkv-hv-lines" width="{LINES_WIDTH}" height="{height}" '
+            f'aria-hidden="true"></svg>'
+            f'<ol class="qkv-hv-right" aria-label="attended tokens">{column}</ol>'
+            "</div>"
+            '<p class="qkv-hv-status" aria-live="polite"></p>'
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"HeadView({len(self.maps.tokens)} tokens, layers {self.layers}, "
+            f"{self.maps.n_heads} heads)"
+        )
+
+
+def head_view(maps: AttentionMaps, layer: int | None = None, head: int = 0) -> HeadView:
+    """An interactive, offline view of the attention in ``maps``.
+
+    Explained in the chapter *pretrained-model*.
+
+    Args:
+        maps: from :func:`qkv.pretrained.attention_maps`.
+        layer: one layer to show (0-based), or ``None`` for a layer selector.
+        head: the head shown first, and in print.
+
+    Returns:
+        A :class:`HeadView`; the last expression of a cell renders it.
+    """
+    return HeadView(maps, layer=layer, head=head)

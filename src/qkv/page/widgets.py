@@ -1,0 +1,172 @@
+"""Self-contained interactive HTML: the layer under the head view and the explorables.
+
+Used by :mod:`qkv.page.headview` (chapter *pretrained-model*) and
+:mod:`qkv.page.explorables` (chapters *attention-by-hand*, *scaled-dot-product*,
+*masking*). A widget is one block of HTML that Jupyter and the book render as it
+is. What every widget gets from this layer, each tested:
+
+* no network, no CDN, no framework: its CSS and its script are inline, and the
+  script is plain JavaScript that needs nothing else;
+* several widgets on one page do not interfere: each has its own id, and its
+  script only touches the elements inside it;
+* text from the caller (words, tokens) cannot run: it is HTML-escaped where it is
+  markup, the data are JSON with ``<``, ``>`` and ``&`` escaped (nothing can close
+  the ``<script>`` element they sit in), and the scripts insert text with
+  ``textContent`` only;
+* a static figure of the initial state (a PNG inside the block) stands in where
+  scripts do not run (a notebook viewer, an untrusted notebook, a reader without
+  JavaScript) and in print: the interactive part starts ``hidden``, and the
+  script shows it, and hides the figure on screen, once it has built it;
+* notebooks get the PNG as an ``image/png`` output too (for exports to PDF).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import io
+import itertools
+import json
+import warnings
+
+from qkv.validate import check_index
+
+__all__ = ["Widget", "check_index", "figure_png", "json_for_script"]
+
+_counter = itertools.count()
+
+#: Shared by every widget (``{id}`` is the root's id): the static figure shows
+#: until the script has built the interactive part, and always in print.
+FRAME_CSS = """
+#{id} [hidden] {{ display:none !important; }}
+#{id} .qkv-w-static {{ display:block; max-width:100%; height:auto; }}
+#{id}.qkv-w-ready .qkv-w-static {{ display:none; }}
+@media print {{
+  #{id} .qkv-w-live {{ display:none !important; }}
+  #{id} .qkv-w-static {{ display:block !important; }}
+}}
+"""
+
+# Wrapped around each widget's own script: it finds its root by id (once), reads
+# its data, and only shows the interactive part if its code ran to the end.
+_PROLOGUE = """(function () {
+  var root = document.getElementById("__ID__");
+  if (!root || root.getAttribute("data-ready")) { return; }
+  root.setAttribute("data-ready", "1");
+  var data = JSON.parse(root.querySelector(".qkv-w-data").textContent);
+  var live = root.querySelector(".qkv-w-live");
+"""
+_EPILOGUE = """
+  live.hidden = false;
+  root.classList.add("qkv-w-ready");
+})();
+"""
+
+
+def json_for_script(value: object) -> str:
+    """JSON that cannot close the ``<script>`` element it sits in."""
+    text = json.dumps(value, separators=(",", ":"), allow_nan=False)
+    return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+def figure_png(figure, dpi: int = 90) -> bytes:
+    """``figure`` as PNG bytes with at most 256 colours (small pages); closes it."""
+    import matplotlib.pyplot as plt
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    with warnings.catch_warnings():  # long labels may squeeze the layout
+        warnings.simplefilter("ignore", UserWarning)
+        figure.savefig(buffer, format="png", dpi=dpi)
+    plt.close(figure)
+    buffer.seek(0)
+    image = Image.open(buffer).convert("RGB").quantize(colors=256)
+    small = io.BytesIO()
+    image.save(small, format="PNG", optimize=True)
+    return small.getvalue()
+
+
+class Widget:
+    """One self-contained block of interactive HTML (see the module docstring).
+
+    A subclass gives its data (:meth:`_payload`), its CSS (:meth:`_css`), the
+    markup of its interactive part if it writes it in Python (:meth:`_live`), its
+    script (:meth:`_script`, run with ``root``, ``data`` and ``live`` defined),
+    and its static figure (:meth:`static_png`, :meth:`static_alt`).
+    """
+
+    #: The id prefix and first class of the root element.
+    kind = "qkv-widget"
+    #: More classes: of the root, of the interactive part, of the static figure.
+    root_classes = ""
+    live_classes = ""
+    static_classes = ""
+
+    def _payload(self) -> dict:
+        raise NotImplementedError
+
+    def _css(self, root_id: str) -> str:
+        return ""
+
+    def _live(self) -> str:
+        return ""
+
+    def _script(self) -> str:
+        raise NotImplementedError
+
+    def static_png(self) -> bytes:
+        """The static figure of the initial state, as PNG bytes."""
+        raise NotImplementedError
+
+    def static_alt(self) -> str:
+        """The text alternative of the static figure."""
+        raise NotImplementedError
+
+    def static_alts(self) -> dict[str, str]:
+        """The text alternative in other languages, ``{lang: text}`` (none by
+        default): each becomes a ``data-alt-<lang>`` attribute of the static
+        figure, which a translated build of the book puts in its ``alt``."""
+        return {}
+
+    def _render(self) -> tuple[str, str]:
+        """The HTML block and its static figure (PNG, base64)."""
+        payload = json_for_script(self._payload())
+        digest = hashlib.sha1(payload.encode()).hexdigest()[:10]
+        root_id = f"{self.kind}-{digest}-{next(_counter)}"
+        png = base64.b64encode(self.static_png()).decode()
+        alt = f'alt="{html.escape(self.static_alt(), quote=True)}"' + "".join(
+            f' data-alt-{lang}="{html.escape(text, quote=True)}"'
+            for lang, text in self.static_alts().items()
+        )
+        css = FRAME_CSS.format(id=root_id) + self._css(root_id)
+        script = (_PROLOGUE + self._script() + _EPILOGUE).replace("__ID__", root_id)
+        root, live, static = (
+            " ".join(c for c in classes if c)
+            for classes in (
+                (self.kind, self.root_classes),
+                ("qkv-w-live", self.live_classes),
+                ("qkv-w-static", self.static_classes),
+            )
+        )
+        html_block = (
+            f'<div class="{root}" id="{root_id}">'
+            f"<style>{css}</style>"
+            f'<div class="{live}" hidden>{self._live()}</div>'
+            f'<img class="{static}" {alt} src="data:image/png;base64,{png}">'
+            f'<script type="application/json" class="qkv-w-data">{payload}</script>'
+            f"<script>{script}</script>"
+            "</div>"
+        )
+        return html_block, png
+
+    def to_html(self) -> str:
+        """The widget as one block of HTML (a new id at each call)."""
+        return self._render()[0]
+
+    def _repr_html_(self) -> str:
+        return self.to_html()
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        html_block, png = self._render()
+        return {"text/html": html_block, "image/png": png, "text/plain": repr(self)}

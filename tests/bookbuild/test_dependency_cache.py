@@ -1,0 +1,198 @@
+"""The execution cache follows the code the chapters import (bookbuild.execute.cache).
+
+jupyter-cache keys a notebook by its code cells only, so without the extension an
+edit to ``src/qkv`` would leave stale outputs in the book. These tests build a
+one-page book whose page prints a file of its "package", and edit that file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from bookbuild.execute.cache import dependency_hash
+from bookbuild.tools.testing import build_book
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# The front matter that makes a MyST file a notebook (no braces: format-safe).
+HEADER = """\
+---
+jupytext:
+  text_representation:
+    format_name: myst
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+"""
+
+PAGE = (
+    HEADER
+    + """
+# Page
+
+{prose}
+
+```{{code-cell}} ipython3
+from pathlib import Path
+print("value:", Path("pkg/value.txt").read_text().strip())
+```
+"""
+)
+
+CONFIG = """\
+title: cache test
+only_build_toc_files: true
+execute:
+  execute_notebooks: cache
+sphinx:
+  extra_extensions:
+    - bookbuild.execute.cache
+  config:
+    dependency_cache_paths: [pkg]
+"""
+
+
+def write_book(root: Path, value: str, prose: str = "Some prose.") -> None:
+    (root / "pkg").mkdir(exist_ok=True)
+    (root / "pkg" / "value.txt").write_text(value)
+    (root / "_config.yml").write_text(CONFIG)
+    (root / "_toc.yml").write_text("format: jb-book\nroot: page\n")
+    (root / "page.md").write_text(PAGE.format(prose=prose))
+
+
+def page_html(root: Path) -> str:
+    return (root / "_build" / "html" / "page.html").read_text(encoding="utf-8")
+
+
+def test_hash_follows_contents_and_names(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "a.py").write_text("x = 1\n")
+    first = dependency_hash(tmp_path, ["pkg"])
+    assert dependency_hash(tmp_path, ["pkg"]) == first
+    (tmp_path / "pkg" / "__pycache__").mkdir()
+    (tmp_path / "pkg" / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"\0")
+    assert dependency_hash(tmp_path, ["pkg"]) == first, "bytecode must not count"
+    (tmp_path / "pkg" / "a.py").write_text("x = 2\n")
+    second = dependency_hash(tmp_path, ["pkg"])
+    assert second != first
+    (tmp_path / "pkg" / "b.py").write_text("")
+    assert dependency_hash(tmp_path, ["pkg"]) != second
+    (tmp_path / "requirements.txt").write_text("torch==2.13.0\n")
+    assert dependency_hash(tmp_path, ["pkg", "requirements.txt"]) != dependency_hash(
+        tmp_path, ["pkg"]
+    )
+
+
+def rebuild(root: Path, value: str, prose: str) -> tuple[bool, str]:
+    """Write the book, build it; return (whether it executed, the page's HTML)."""
+    write_book(root, value, prose=prose)
+    build = build_book(root)
+    assert build.returncode == 0, build.output[-3000:]
+    return "Executed notebook" in build.output, page_html(root)
+
+
+def caches(root: Path) -> list[Path]:
+    return list((root / "_build" / ".jupyter_cache").glob("deps-*"))
+
+
+@pytest.mark.slow
+def test_editing_the_package_reexecutes_and_prose_does_not(tmp_path):
+    executed, html = rebuild(tmp_path, "first", "Some prose.")
+    assert executed and "value: first" in html
+
+    # Prose only: the page is re-read, but its outputs come from the cache.
+    executed, html = rebuild(tmp_path, "first", "Other prose.")
+    assert not executed and "Other prose." in html
+
+    # The package: the page is executed again and shows the new value.
+    executed, html = rebuild(tmp_path, "second", "Other prose.")
+    assert executed and "value: second" in html and "value: first" not in html
+    assert len(caches(tmp_path)) == 2, "expected the current and the previous cache"
+
+    # Undo the edit: the previous cache is still there, nothing executes.
+    executed, html = rebuild(tmp_path, "first", "Other prose.")
+    assert not executed and "value: first" in html
+
+    # A third version: the oldest cache goes.
+    executed, html = rebuild(tmp_path, "third", "Other prose.")
+    assert executed and "value: third" in html
+    assert len(caches(tmp_path)) == 2, f"stale caches left behind: {caches(tmp_path)}"
+
+
+COMPUTING_PAGE = (
+    HEADER
+    + """
+# Computing
+
+```{{code-cell}} ipython3
+from myst_nb import glue
+glue("answer", {value}, display=False)
+```
+
+The answer is {{glue:text}}`answer`.
+"""
+)
+
+PASTING_PAGE = (
+    HEADER
+    + """
+# Pasting
+
+The other page found {glue:text}`computing.md::answer:d`.
+"""
+)
+
+
+@pytest.mark.slow
+def test_a_page_pasting_glued_values_follows_the_page_that_computes_them(tmp_path):
+    extensions = "    - bookbuild.execute.cache\n"
+    config = CONFIG.replace(
+        extensions, extensions + "    - bookbuild.site.glue_dependencies\n"
+    )
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "_config.yml").write_text(config)
+    (tmp_path / "_toc.yml").write_text(
+        "format: jb-book\nroot: computing\nchapters:\n- file: pasting\n"
+    )
+    (tmp_path / "pasting.md").write_text(PASTING_PAGE)
+    pasting = tmp_path / "_build" / "html" / "pasting.html"
+    for value in (41, 42):
+        (tmp_path / "computing.md").write_text(COMPUTING_PAGE.format(value=value))
+        build = build_book(tmp_path)
+        assert build.returncode == 0, build.output[-3000:]
+        text = re.sub(r"<[^>]+>", "", pasting.read_text(encoding="utf-8"))
+        assert f"The other page found {value}." in text
+
+
+def test_pasted_documents_are_found_relative_to_the_page():
+    from bookbuild.site.glue_dependencies import pasted_docnames
+
+    text = (
+        "{glue:text}`cost.md::slope:.2f` and {glue:md}`../intro.md::x`\n"
+        "```{glue:figure} sub/a.ipynb::fig\n```"
+    )
+    assert pasted_docnames("book/faq", text) == {"book/cost", "intro", "book/sub/a"}
+
+
+def test_asking_for_the_cache_path_deletes_nothing(tmp_path):
+    from bookbuild.execute.cache import cache_path, prune_caches
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "value.txt").write_text("1")
+    caches = tmp_path / "_build" / ".jupyter_cache"
+    old = [caches / f"deps-old{i}" for i in range(3)]
+    for age, folder in enumerate(old):
+        folder.mkdir(parents=True)
+        os.utime(folder, (1_000_000 + age, 1_000_000 + age))
+    current = cache_path(tmp_path, tmp_path / "_build", ["pkg"])
+    assert current.parent == caches and not current.exists()
+    assert all(folder.is_dir() for folder in old), "a path was asked, not a clean-up"
+    removed = prune_caches(current)
+    assert sorted(removed) == old[:2]
+    assert [f.name for f in caches.iterdir()] == ["deps-old2"]  # the most recent

@@ -1,0 +1,447 @@
+"""The French edition's machinery, without a build: our own strings, the markup
+check of the catalogues, the translation of a chapter's Markdown for the
+notebooks, glued phrases as messages, the language menu's links."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+from babel.messages.catalog import Catalog
+from babel.messages.pofile import write_po
+
+from bookbuild.i18n import translations
+from bookbuild.i18n.footnotes import with_definitions
+from bookbuild.i18n.glue import GLUED_SUFFIX, fill, is_prose, template, translate_glued
+from bookbuild.i18n.languages import has_words, page_href, sort_key
+from bookbuild.i18n.messages import FRENCH, NBSP, NNBSP, gettext
+from bookbuild.i18n.numbers import localise_number, localise_value
+from bookbuild.i18n.translations import markup_problems, translate_markdown
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCES = sorted((ROOT / "bookbuild" / "src" / "bookbuild").rglob("*.py"))
+
+
+# -- our own strings ---------------------------------------------------------------
+
+
+def test_every_string_our_extensions_translate_has_its_french():
+    called = set()
+    for path in SOURCES:
+        text = path.read_text(encoding="utf-8")
+        called |= set(re.findall(r"\b(?:_|say)\(\s*\"([^\"]+)\"\s*\)", text))
+        called |= set(re.findall(r"\b(?:_|say)\(\s*'([^']+)'\s*\)", text))
+    called.discard("...")  # the example in the docstring of bookbuild.i18n.messages
+    assert len(called) >= 15, called
+    missing = sorted(called - set(FRENCH))
+    assert not missing, f"no French for {missing}"
+
+
+def test_every_french_entry_is_used():
+    code = "\n".join(path.read_text(encoding="utf-8") for path in SOURCES)
+    code = code.replace("\\n", "\n")
+    unused = [key for key in FRENCH if key.split("\n")[0] not in code]
+    assert not unused, unused
+
+
+def test_french_typography_of_our_strings():
+    _ = gettext("fr")
+    assert _("Cite this chapter") == "Citer ce chapitre"
+    assert _("“{title}”").format(title="T") == f"«{NBSP}T{NBSP}»"
+    assert f"{NNBSP}:" in _("Chapter label: {label}")
+    for text in FRENCH.values():
+        assert not re.search(r" [:;?!]", text), f"a plain space before: {text!r}"
+    assert gettext("en")("Cite this chapter") == "Cite this chapter"
+    assert gettext("fr_CA")("Language") == "Langue"
+
+
+# -- the markup a translation must keep ---------------------------------------------
+
+SOURCE = (
+    "A layer of width 32 has {glue:text}`sa-params-32:,` parameters; see "
+    "{ref}`masking` and equation {eq}`sa-eq-layer`, $3(D^2 + D)$, `nn.Linear`,"
+    " the {term}`positional encoding`[^note] and [a link](https://example.org)."
+)
+GOOD = (
+    "Une couche de largeur 32 a {glue:text}`sa-params-32:,` paramètres ; voir "
+    "{ref}`le masquage <masking>` et l'équation {eq}`sa-eq-layer`, $3(D^2 + D)$,"
+    " `nn.Linear`, l'{term}`encodage positionnel <positional encoding>`[^note] et"
+    " [un lien](https://example.org)."
+)
+
+
+def test_a_faithful_translation_keeps_all_markup():
+    assert markup_problems(SOURCE, GOOD) == []
+
+
+@pytest.mark.parametrize(
+    ("broken", "problem"),
+    [
+        (GOOD.replace("{glue:text}`sa-params-32:,`", "3168"), "{glue:text}"),
+        (
+            GOOD.replace("{glue:text}`sa-params-32:,`", "{glue:text}`sa-params-32`"),
+            ":,",
+        ),
+        (GOOD.replace("{ref}`le masquage <masking>`", "le masquage"), "{ref}`masking`"),
+        (GOOD.replace("$3(D^2 + D)$", "$3D^2$"), "$3(D^2 + D)$"),
+        (GOOD.replace("[^note]", ""), "[^note]"),
+        (GOOD.replace("`nn.Linear`", "nn.Linear"), "`nn.Linear`"),
+        (GOOD.replace("largeur 32", "largeur trente-deux"), "lost 32"),
+        (GOOD.replace("https://example.org", "https://example.com"), "example"),
+        (GOOD.replace("{eq}`sa-eq-layer`", "{numref}`sa-eq-layer`"), "{eq}"),
+    ],
+)
+def test_the_markup_check_catches_what_a_translation_lost(broken, problem):
+    found = markup_problems(SOURCE, broken)
+    assert found and any(problem in p for p in found), found
+
+
+@pytest.mark.parametrize(
+    ("source", "translation", "sound"),
+    [
+        ("1 KiB is 1,024 bytes", "1 Kio vaut 1\u202f024 octets", True),
+        ("1 KiB is 1,024 bytes", "1 Kio vaut 1\u00a0024 octets", True),
+        ("1 KiB is 1,024 bytes", "1 Kio vaut 1,024 octets", False),  # 1.024
+        ("1 KiB is 1,024 bytes", "1 Kio vaut 1024 octets", True),
+        ("a weight of 0.5", "un poids de 0,5", True),
+        ("a weight of 0.5", "un poids de 0.5", True),
+        ("a weight of 0.5", "un poids de 0,6", False),
+        ("131,072 tokens", "131\u202f072 tokens", True),
+        ("torch 2.13.0 and Sphinx 7.4", "torch 2.13.0 et Sphinx 7.4", True),
+        ("torch 2.13.0", "torch 2.13.1", False),
+    ],
+)
+def test_numbers_are_compared_by_value_in_each_language(source, translation, sound):
+    assert (markup_problems(source, translation) == []) is sound
+
+
+def test_glued_phrase_placeholders_are_markup():
+    assert markup_problems("gets {0} of {1}", "reçoit {0} de {1}") == []
+    assert markup_problems("gets {0} of {1}", "reçoit {0}") == ["lost {1}"]
+
+
+# -- the check, on a small book of catalogues -------------------------------------
+
+
+def _catalogue(path: Path, messages: dict[str, tuple[str, bool]]) -> None:
+    catalogue = Catalog(locale="fr")
+    for msgid, (msgstr, fuzzy) in messages.items():
+        catalogue.add(msgid, msgstr, flags=["fuzzy"] if fuzzy else [])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as handle:
+        write_po(handle, catalogue)
+
+
+def _book(root: Path, translated: str) -> None:
+    (root / "_toc.yml").write_text("format: jb-book\nroot: a\nchapters:\n- file: b\n")
+    for page in ("a", "b"):
+        (root / f"{page}.md").write_text(f"# {page}\n")
+    (root / "_config.yml").write_text(
+        "sphinx:\n  config:\n    book_languages: {en: English, fr: Français}\n"
+        f"    book_translated: {{fr: {translated}}}\n"
+    )
+    pot = root / "_build" / "gettext"
+    _catalogue(pot / "a.pot", {"One.": ("", False), "Two {0}.": ("", False)})
+    _catalogue(pot / "b.pot", {"Three $x$.": ("", False), "Four.": ("", False)})
+    po = root / "locales" / "fr" / "LC_MESSAGES"
+    _catalogue(po / "a.po", {"One.": ("Un.", False), "Two {0}.": ("Deux {0}.", False)})
+    _catalogue(po / "b.po", {"Three $x$.": ("Trois $y$.", True), "Four.": ("", False)})
+
+
+def test_check_is_strict_only_for_the_pages_listed_as_translated(tmp_path):
+    _book(tmp_path, "[a]")
+    assert translations.problems(tmp_path) == []  # b: fuzzy and missing, not listed
+    _book(tmp_path, "[a, b]")
+    found = translations.problems(tmp_path)
+    assert any("b: fuzzy" in p and "Three" in p for p in found), found
+    assert any("b: untranslated" in p and "Four" in p for p in found), found
+    _book(tmp_path, "all")
+    assert len(translations.problems(tmp_path)) == 2
+    _book(tmp_path, "[a, c]")
+    found = translations.problems(tmp_path)
+    assert any("c is listed as translated, not a page" in p for p in found), found
+
+
+def test_check_applies_the_markup_check_to_every_translated_message(tmp_path):
+    _book(tmp_path, "[a]")
+    po = tmp_path / "locales" / "fr" / "LC_MESSAGES" / "a.po"
+    _catalogue(po, {"One.": ("Un.", False), "Two {0}.": ("Deux.", False)})
+    _catalogue(
+        tmp_path / "locales/fr/LC_MESSAGES/b.po",
+        {"Three $x$.": ("Trois $y$.", False), "Four.": ("", False)},
+    )
+    found = translations.problems(tmp_path)
+    assert any("a: lost {0}" in p for p in found), found
+    assert any("b: lost $x$" in p for p in found), found  # b is not listed
+
+
+def test_a_glued_phrase_no_catalogue_has_seen_is_a_notice(tmp_path):
+    """A measurement that takes another branch on another machine glues a phrase
+    the translators have not seen: noted (shown in English), not a failure; a
+    glued phrase that is in the catalogue but untranslated still fails."""
+    _book(tmp_path, "[a]")
+    pot = tmp_path / "_build" / "gettext"
+    _catalogue(
+        pot / "a.pot",
+        {"One.": ("", False), "Two {0}.": ("", False), "New {0} branch.": ("", False)},
+    )
+    (pot / f"a{GLUED_SUFFIX}").write_text('["New {0} branch."]', encoding="utf-8")
+    notices: list[str] = []
+    assert translations.problems(tmp_path, notices) == []
+    assert len(notices) == 1 and "New {0} branch." in notices[0], notices
+    po = tmp_path / "locales" / "fr" / "LC_MESSAGES" / "a.po"
+    _catalogue(
+        po,
+        {
+            "One.": ("Un.", False),
+            "Two {0}.": ("Deux {0}.", False),
+            "New {0} branch.": ("", False),
+        },
+    )
+    found = translations.problems(tmp_path)
+    assert any("a: untranslated" in p and "New" in p for p in found), found
+
+
+def test_counts_per_page(tmp_path):
+    _book(tmp_path, "[a]")
+    counts = {c.page: c for c in translations.count(tmp_path, "fr")}
+    assert (counts["a"].translated, counts["a"].fuzzy, counts["a"].missing) == (2, 0, 0)
+    assert (counts["b"].translated, counts["b"].fuzzy, counts["b"].missing) == (0, 1, 1)
+
+
+# -- a chapter's Markdown in French (the notebooks) ---------------------------------
+
+MARKDOWN = textwrap.dedent(
+    """\
+    (self-attention)=
+    # Self-attention as a layer
+
+    :::{admonition} You will learn
+    :class: tip
+
+    - how the formula becomes a module,
+      with trainable weights;
+    - the difference.
+    :::
+
+    The chapters so far computed attention on tensors
+    we built by hand. The difference.
+
+    | parameters | without bias |
+    | --- | --- |
+    | 12 | 9 |
+    """
+)
+MESSAGES = {
+    "Self-attention as a layer": "L'auto-attention comme couche",
+    "You will learn": "Vous allez apprendre",
+    "how the formula becomes a module, with trainable weights;": "comment la formule…",
+    "the difference.": "la différence.",
+    "The chapters so far computed attention on tensors we built by hand. The "
+    "difference.": "Jusqu'ici, les chapitres ont calculé l'attention. La différence.",
+    "parameters": "paramètres",
+    "without bias": "sans biais",
+    "The difference.": "never used: only part of a paragraph",
+}
+
+
+def test_markdown_is_translated_block_by_block():
+    french = translate_markdown(MARKDOWN, MESSAGES)
+    assert "# L'auto-attention comme couche" in french
+    assert ":::{admonition} Vous allez apprendre" in french
+    assert "- comment la formule…\n" in french and "- la différence." in french
+    assert "Jusqu'ici, les chapitres ont calculé l'attention. La différence." in french
+    assert "| paramètres | sans biais |" in french
+    assert "(self-attention)=" in french and "| 12 | 9 |" in french
+    assert "never used" not in french, "a message is replaced only whole"
+
+
+def test_a_translation_is_not_translated_again():
+    text = translate_markdown("Apple\n\nPomme\n", {"Apple": "Pomme", "Pomme": "X"})
+    assert text == "Pomme\n\nX\n"
+
+
+# -- glued phrases -------------------------------------------------------------------
+
+
+def test_a_glued_phrase_becomes_a_template_and_back():
+    phrase = 'Here they differ: "one" has the largest weight, 0.174 of 1,600.'
+    message, values = template(phrase)
+    assert message == "Here they differ: {0} has the largest weight, {1} of {2}."
+    assert values == ['"one"', "0.174", "1,600"]
+    assert fill(message, values) == phrase
+    french = {message: "Ici : {0} a le plus grand poids, {1} sur {2}."}
+    assert (
+        translate_glued(phrase, french)
+        == 'Ici : "one" a le plus grand poids, 0.174 sur 1,600.'
+    )
+    assert translate_glued(phrase, {}) == phrase
+    assert translate_glued(phrase, {message: "{3}"}) == phrase  # a bad placeholder
+
+
+@pytest.mark.parametrize(
+    ("english", "french"),
+    [
+        ("3,168", f"3{NNBSP}168"),
+        ("1,234,567.5", f"1{NNBSP}234{NNBSP}567,5"),
+        ("0.174", "0,174"),
+        ("-0.5", "-0,5"),
+        ("1.0e-06", "1,0e-06"),
+        ("2.50E+03", "2,50E+03"),
+        ("12.5%", f"12,5{NNBSP}%"),
+        ("7%", f"7{NNBSP}%"),
+        ("1024", "1024"),  # not grouped in English, not in French
+        ("42", "42"),
+        # Not a number: left as it is.
+        ("2.13.0", "2.13.0"),
+        ("5, 3, 2", "5, 3, 2"),
+        ("(2, 6)", "(2, 6)"),
+        ("1,2", "1,2"),
+        ("cat", "cat"),
+        ("nan", "nan"),
+        ("3,168 tokens", "3,168 tokens"),
+    ],
+)
+def test_glued_numbers_in_french(english, french):
+    assert localise_number(english, "fr") == french
+    assert localise_number(english, "fr_CA") == french
+    assert localise_number(english, "en") == english
+
+
+@pytest.mark.parametrize(
+    "english", ["3,168", "1,234,567.5", "0.174", "1.0e-06", "12.5%", "1024", "42"]
+)
+def test_the_check_reads_a_french_glued_number_as_its_english_value(english):
+    """A number a translator types the way a French page shows glued numbers is
+    the same number for ``translations check``."""
+    french = localise_number(english, "fr")
+    assert markup_problems(f"a value of {english} here", f"valeur {french} ici") == []
+    assert markup_problems(f"a value of {english} here", "valeur 7,5 ici") != []
+
+
+def test_values_of_a_glued_phrase_in_french():
+    assert localise_value('"cat"', "fr") == f"«{NBSP}cat{NBSP}»"
+    assert localise_value("“cat”", "fr") == f"«{NBSP}cat{NBSP}»"
+    assert localise_value('"cat"', "en") == '"cat"'
+    assert localise_value("0.75", "fr") == "0,75"
+    message, values = template('"one" gets 0.174 of 1,600 (`w = 0.5`, $0.25$)')
+    assert message == "{0} gets {1} of {2} (`w = {3}`, ${4}$)"
+    french = "{0} reçoit {1} sur {2} (`w = {3}`, ${4}$)"
+    assert fill(french, values, "fr") == (
+        f"«{NBSP}one{NBSP}» reçoit 0,174 sur 1{NNBSP}600 (`w = 0.5`, $0.25$)"
+    )
+    assert fill(french, values) == '"one" reçoit 0.174 sur 1,600 (`w = 0.5`, $0.25$)'
+
+
+def test_a_glued_phrase_of_no_words_has_french_numbers():
+    sum_ = "0.05 + 0.24 = 0.29 (`x = 0.5`)"
+    assert translate_glued(sum_, {}, "fr") == "0,05 + 0,24 = 0,29 (`x = 0.5`)"
+    assert translate_glued(sum_, {}, "en") == sum_
+    assert translate_glued('"journey"', {}, "fr") == f"«{NBSP}journey{NBSP}»"
+    assert translate_glued("2.13.0", {}, "fr") == "2.13.0"
+    # A phrase not translated yet stays English, numbers included.
+    phrase = "the weights differ by 0.5"
+    assert translate_glued(phrase, {}, "fr") == phrase
+
+
+def test_glued_numbers_of_a_french_notebook():
+    from types import SimpleNamespace
+
+    from bookbuild.site.notebooks import _roles
+
+    values = {"n": {"text/plain": "3168"}, "w": {"text/plain": "0.17412"}}
+    text = "{glue:text}`n:,` and {glue:text}`w:.3f`"
+    french = SimpleNamespace(language="fr")
+    assert _roles(text, values, french) == f"3{NNBSP}168 and 0,174"
+    assert _roles(text, values, SimpleNamespace(language="en")) == "3,168 and 0.174"
+
+
+def test_only_phrases_are_messages():
+    assert is_prose("the same output vectors as the original, up to 1.2e-07")
+    for value in ('"journey"', "(6, 6)", '"step starts Your one journey with"', "0.5"):
+        assert not is_prose(value), value
+
+
+# -- the rest -------------------------------------------------------------------------
+
+
+def test_language_menu_links_the_same_page():
+    assert page_href("book/masking", "en", "fr", "en") == "../fr/book/masking.html"
+    assert page_href("book/masking", "fr", "en", "en") == "../../book/masking.html"
+    assert page_href("book/masking", "fr", "fr", "en") == "../../fr/book/masking.html"
+    assert page_href("search", "en", "fr", "en") == "fr/search.html"
+    assert page_href("search", "fr", "en", "en") == "../search.html"
+
+
+def test_what_is_worth_translating():
+    assert has_words("the {ref}`masking` chapter")
+    for text in ("$x$", "{glue:md}`key`", "`(B, T, D)`", "$3D^2$, 12", "<br>"):
+        assert not has_words(text), text
+
+
+def test_french_alphabetical_order_ignores_accents_and_case():
+    terms = ["tête (*head*)", "entropie", "Transformer", "équivariance", "clé"]
+    assert sorted(terms, key=sort_key) == [
+        "clé",
+        "entropie",
+        "équivariance",
+        "tête (*head*)",
+        "Transformer",
+    ]
+
+
+def test_footnotes_of_a_translated_message_get_placeholder_definitions():
+    text = with_definitions("Une note.[^a] Deux[^b].")
+    assert "\n[^a]: -" in text and "\n[^b]: -" in text
+    assert with_definitions("[^a]: La note.") == "[^a]: La note."
+
+
+class FakeProcess:
+    """A build that prints a line, started by ``subprocess.Popen``."""
+
+    started: list[str] = []
+
+    def __init__(self, command, cwd, stdout, stderr):
+        FakeProcess.started.append(command[-1])
+        stdout.write("le site en français\n")
+        self.code = 0 if "ok" in str(cwd) else 1
+
+    def wait(self):
+        return self.code
+
+    def poll(self):
+        return self.code
+
+
+@pytest.mark.parametrize(
+    ("folder", "root_code", "expected", "failed"),
+    [
+        ("ok", 0, 0, None),
+        ("ok", 2, 2, "the root language"),
+        ("bad", 0, 1, "the translations"),
+    ],
+)
+def test_site_builds_both_languages_side_by_side(
+    tmp_path, monkeypatch, capsys, folder, root_code, expected, failed
+):
+    """The translations start before the root language's build, their log is
+    printed after it, and the site fails when either build fails."""
+    FakeProcess.started = []
+
+    def root_build(command, cwd):
+        assert FakeProcess.started == ["build"], "translations not started first"
+        print("the English site")
+        return root_code
+
+    monkeypatch.setattr(translations.subprocess, "Popen", FakeProcess)
+    monkeypatch.setattr(translations.subprocess, "call", root_build)
+    assert translations.site(tmp_path / folder) == expected
+    out = capsys.readouterr().out
+    english, _, french = out.partition(translations.TRANSLATIONS_LOG)
+    assert "the English site" in english and "le site en français" in french
+    if failed:
+        assert f"site: the build of {failed} failed" in out
+    else:
+        assert "failed" not in out

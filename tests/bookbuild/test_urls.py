@@ -1,0 +1,140 @@
+"""The book's public addresses (bookbuild.site.urls): none locally, links when set."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bookbuild.site.urls import (
+    github_slug,
+    launch_links,
+    set_addresses,
+    set_project_urls,
+)
+from bookbuild.tools.testing import build_book
+
+ROOT = Path(__file__).resolve().parents[2]
+REPOSITORY = "https://github.com/example-org/attention-book"
+SITE = "https://example-org.github.io/attention-book/"
+
+
+def test_the_source_has_no_address():
+    """A local build has none: the workflow fills them (make addresses)."""
+    config = (ROOT / "_config.yml").read_text(encoding="utf-8")
+    assert re.search(r'^  url: ""', config, re.M)
+    assert re.search(r'^  baseurl: ""', config, re.M)
+
+
+def test_addresses_are_written_into_the_config():
+    config = (ROOT / "_config.yml").read_text(encoding="utf-8")
+    filled = set_addresses(config, REPOSITORY, SITE)
+    assert f'  url: "{REPOSITORY}"' in filled and f'  baseurl: "{SITE}"' in filled
+    assert filled.count("\n") == config.count("\n")  # comments kept
+    with pytest.raises(ValueError, match="baseurl"):
+        set_addresses('repository:\n  url: ""\n', REPOSITORY, SITE)
+
+
+def test_project_urls_are_written_into_pyproject():
+    """The package names its home once the book has one; the source has none."""
+    import tomllib
+
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert tomllib.loads(text)["project"]["urls"] == {}
+    filled = tomllib.loads(set_project_urls(text, REPOSITORY, SITE))
+    assert filled["project"]["urls"] == {
+        "Homepage": SITE,
+        "Source": REPOSITORY,
+        "Issues": f"{REPOSITORY}/issues",
+    }
+    with pytest.raises(ValueError, match="project.urls"):
+        set_project_urls("[project]\nname = 'x'\n", REPOSITORY, SITE)
+
+
+def test_launch_links_need_a_github_repository():
+    assert github_slug(REPOSITORY + ".git") == "example-org/attention-book"
+    assert launch_links("https://gitlab.com/a/b", "full/x.ipynb") == {}
+    links = launch_links(REPOSITORY, "full/masking.ipynb")
+    assert links["Colab"] == (
+        "https://colab.research.google.com/github/example-org/attention-book/"
+        "blob/notebooks/full/masking.ipynb"
+    )
+    assert links["Binder"].startswith("https://mybinder.org/v2/gh/example-org/")
+
+
+CHAPTER = """\
+---
+jupytext:
+  text_representation:
+    format_name: myst
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+
+(lesson)=
+# A lesson
+
+```{code-cell} ipython3
+print(6 * 7)
+```
+"""
+
+CONFIG = """\
+title: urls test
+only_build_toc_files: true
+execute:
+  execute_notebooks: cache
+repository:
+  url: "{repository}"
+html:
+  baseurl: "{site}"
+sphinx:
+  extra_extensions:
+    - bookbuild.site.urls
+    - bookbuild.site.citation
+    - bookbuild.site.notebooks
+"""
+
+
+def small_book(folder: Path, repository: str, site: str) -> Path:
+    folder.mkdir()
+    (folder / "_config.yml").write_text(CONFIG.format(repository=repository, site=site))
+    (folder / "_toc.yml").write_text(
+        "format: jb-book\nroot: intro\nparts:\n- caption: Lessons\n  numbered: true\n"
+        "  chapters:\n  - file: lesson\n"
+    )
+    (folder / "intro.md").write_text("# Intro\n\nThe start.\n")
+    (folder / "lesson.md").write_text(CHAPTER)
+    shutil.copy2(ROOT / "CITATION.cff", folder / "CITATION.cff")
+    return folder
+
+
+@pytest.mark.slow
+def test_with_addresses_the_pages_link_out_and_without_they_do_not(tmp_path):
+    for name, repository, site in [("local", "", ""), ("public", REPOSITORY, SITE)]:
+        book = small_book(tmp_path / name, repository, site)
+        build = build_book(book)
+        assert build.returncode == 0, build.output[-3000:]
+        page = (build.html / "lesson.html").read_text(encoding="utf-8")
+        notebook = json.loads((build.html / "_notebooks" / "lesson.ipynb").read_text())
+        first_cell = "".join(notebook["cells"][0]["source"])
+        cite = re.sub(r"<[^>]+>", "", page.split("qkv-cite", 1)[1])
+        if repository:
+            assert f'href="{REPOSITORY}"' in page, "no repository button"
+            assert (
+                "colab.research.google.com/github/example-org/attention-book/" in page
+            )
+            assert "mybinder.org/v2/gh/example-org/attention-book/notebooks" in page
+            assert f"git+{REPOSITORY}" in first_cell
+            assert f"url = {{{SITE}lesson.html}}" in cite
+        else:
+            for outside in ("colab", "mybinder", "github.com"):
+                assert outside not in page.lower(), outside
+            assert 'pip install -e ".[notebooks]"' in first_cell
+            assert "url =" not in cite
+        assert "chapter = {1}" in cite and "attention-computed-lesson" in cite

@@ -1,0 +1,35 @@
+"""Tests of the helpers of qkv.page.glue that a reader sees (tables, sizes)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from qkv.page.glue import human_bytes
+
+
+@pytest.mark.parametrize(
+    ("n_bytes", "text"),
+    [
+        (0, "0 B"),
+        (512, "512 B"),
+        (1023, "1,023 B"),
+        (1024, "1.0 KiB"),
+        (1536, "1.5 KiB"),
+        (1024**2 - 1, "1.0 MiB"),  # never "1,024.0 KiB"
+        (64 * 2**20, "64.0 MiB"),
+        (64 * 2**30, "64.0 GiB"),
+        (64 * 2**40, "64.0 TiB"),
+        (3 * 2**60, "3,072.0 PiB"),
+        (np.int64(2**20), "1.0 MiB"),
+        (2.5 * 2**10, "2.5 KiB"),
+    ],
+)
+def test_human_bytes(n_bytes, text):
+    assert human_bytes(n_bytes) == text
+
+
+@pytest.mark.parametrize("bad", [-1, float("nan"), float("inf"), "12", True, None])
+def test_human_bytes_rejects_what_is_not_a_size(bad):
+    with pytest.raises(ValueError, match="n_bytes"):
+        human_bytes(bad)

@@ -1,0 +1,162 @@
+"""The chapter notebooks linked from each page: readable in plain Jupyter (no raw
+MyST left) and runnable top to bottom with `qkv` installed."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from bookbuild.toc import lessons
+from bookbuild.tools.testing import make_variable
+
+ROOT = Path(__file__).resolve().parents[2]
+HTML = ROOT / "_build" / "html"
+
+pytestmark = pytest.mark.book
+
+LESSONS = lessons(ROOT)
+MYST_LEFTOVERS = re.compile(r"\{[\w:-]+\}`|```\{|^:::|^\([\w-]+\)=|^\$\$ \(", re.M)
+
+
+def notebook_path(chapter: str) -> Path:
+    return HTML / "_notebooks" / f"{Path(chapter).name}.ipynb"
+
+
+def test_every_lesson_page_links_its_notebook(built_book):
+    assert LESSONS
+    for chapter in LESSONS:
+        html = (HTML / f"{chapter}.html").read_text(encoding="utf-8")
+        href = f"../_notebooks/{Path(chapter).name}.ipynb"
+        assert f'href="{href}"' in html, chapter
+        assert notebook_path(chapter).is_file(), chapter
+
+
+def test_notebooks_are_valid_and_plain_markdown(built_book):
+    for chapter in LESSONS:
+        notebook = nbformat.read(notebook_path(chapter), as_version=4)
+        nbformat.validate(notebook)
+        markdown = [c.source for c in notebook.cells if c.cell_type == "markdown"]
+        leftovers = [m for text in markdown for m in MYST_LEFTOVERS.findall(text)]
+        assert not leftovers, f"{chapter}: raw MyST left: {leftovers[:5]}"
+        assert any(c.get("attachments") for c in notebook.cells), f"{chapter}: figures"
+        title = re.search(r"^# (.+)$", "\n".join(markdown), re.M)
+        assert title, f"{chapter}: no title"
+
+
+def test_notebooks_hold_no_bookkeeping(built_book):
+    """No glue call and no myst_nb import: a notebook needs only qkv to run."""
+    for chapter in LESSONS:
+        notebook = nbformat.read(notebook_path(chapter), as_version=4)
+        code = "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
+        assert "myst_nb" not in code, chapter
+        assert not re.search(r"\bglue\w*\(", code), chapter
+
+
+def test_glued_numbers_are_filled_in(built_book):
+    notebook = nbformat.read(notebook_path("book/attention-by-hand"), as_version=4)
+    text = " ".join(c.source for c in notebook.cells if c.cell_type == "markdown")
+    text = re.sub(r"\s+", " ", text)
+    from qkv.examples import six_word_embeddings
+
+    x = six_word_embeddings()
+    score = f"{float(x[1] @ x[0]):.4f}"  # the glued score of "Your" for "journey"
+    assert re.search(rf"the {re.escape(score)} of equation \(\d+\.\d+\)", text)
+    assert "Raschka (2024)" in text  # a citation
+
+
+RUNNER = """
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import nbformat
+from nbclient import NotebookClient
+
+
+def run(path):
+    notebook = nbformat.read(path, as_version=4)
+    NotebookClient(
+        notebook,
+        timeout=600,
+        kernel_name="fresh",
+        resources={"metadata": {"path": sys.argv[1]}},
+    ).execute()
+    return path
+
+
+with ThreadPoolExecutor(max_workers=2) as pool:  # two kernels on two cores
+    for path in pool.map(run, sys.argv[2:]):
+        print("ran", path, flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_both_editions_run_in_a_fresh_environment(built_book, student_site, tmp_path):
+    """A venv with only torch (the CPU build, as the Makefile installs it),
+    ``pip install ".[notebooks]"``, nbclient and ipykernel runs every notebook of
+    both editions top to bottom, in a folder outside the repository."""
+    uv = str(Path(sys.executable).parent / "uv")
+    venv = tmp_path / "venv"
+    python = str(venv / "bin" / "python")
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("VIRTUAL_ENV", "PYTHONPATH", "MPLBACKEND")
+    }
+    env["OMP_NUM_THREADS"] = "1"
+
+    def run(*command: str) -> str:
+        done = subprocess.run(
+            command, cwd=tmp_path, env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, f"{command}:\n{done.stdout}\n{done.stderr}"
+        return done.stdout
+
+    run(uv, "venv", "--quiet", "--python", sys.executable, str(venv))
+    torch_from = make_variable(ROOT, "TORCH_FROM").split()
+    run(
+        uv,
+        "pip",
+        "install",
+        "--quiet",
+        "--python",
+        python,
+        "--no-deps",  # its dependencies come with .[notebooks], as on Colab
+        make_variable(ROOT, "TORCH"),
+        *torch_from,
+    )
+    package = tmp_path / "package"  # a copy: building writes build/ beside it
+    shutil.copytree(
+        ROOT / "src",
+        package / "src",
+        ignore=shutil.ignore_patterns("*.egg-info", "__pycache__"),
+    )
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy2(ROOT / name, package / name)
+    run(
+        uv,
+        "pip",
+        "install",
+        "--quiet",
+        "--python",
+        python,
+        f"{package}[notebooks]",
+        "nbclient",
+        "ipykernel",
+    )
+    run(python, "-m", "ipykernel", "install", "--sys-prefix", "--name", "fresh")
+    assert "/site-packages/qkv/" in run(python, "-c", "import qkv; print(qkv.__file__)")
+    notebooks = [
+        str(site / "_notebooks" / f"{Path(chapter).name}.ipynb")
+        for site in (HTML, student_site)
+        for chapter in LESSONS
+    ]
+    (tmp_path / "work").mkdir()
+    output = run(python, "-c", RUNNER, str(tmp_path / "work"), *notebooks)
+    assert output.count("ran ") == 2 * len(LESSONS), output
