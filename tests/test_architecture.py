@@ -1,65 +1,166 @@
-"""ARCHITECTURE.md is the map of the repository: it must stay true."""
+"""ARCHITECTURE.md is the map of the repository: it must stay true, both ways.
+
+Every folder, module, static file and Makefile target it names exists, and every
+one that exists is named on it.
+"""
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import re
 import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 MAP = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
 
+#: The folders whose files the map lists one by one, in a table of their own.
+PACKAGE_FOLDERS = ("src/qkv", "bookbuild/src/bookbuild")
+LISTED_SUFFIXES = (".py", ".js", ".css")
 
-def tracked_top_level_folders() -> set[str]:
-    """The folders at the top of the repository that git tracks files in."""
-    files = subprocess.run(
+
+def tracked_files() -> list[str]:
+    return subprocess.run(
         ["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout.split()
-    return {name.split("/", 1)[0] for name in files if "/" in name}
+
+
+def tables() -> dict[str, set[str]]:
+    """The map's tables of files: {folder: names in the first column}. A table
+    belongs to the folder named in backticks at the end of the line that
+    introduces it, such as **The experiments** (`src/qkv/experiments/`)."""
+    found: dict[str, set[str]] = {}
+    folder = None
+    for line in MAP.splitlines():
+        heading = re.match(r"^\*\*.*\*\* \(`([^`]+)/`\)", line)
+        if heading:
+            folder = heading.group(1)
+            found[folder] = set()
+        elif folder and line.startswith("| `"):
+            found[folder].add(re.match(r"^\| `([^`]+)`", line).group(1))
+        elif line.startswith("#"):
+            folder = None
+    return found
+
+
+def listed_files(folder: str) -> set[str]:
+    """The files of ``folder`` the map must list: modules other than
+    ``__init__.py``, scripts and style sheets; a subfolder with a table of its
+    own is listed as ``name/``."""
+    files = set()
+    for path in tracked_files():
+        if not path.startswith(f"{folder}/") or not path.endswith(LISTED_SUFFIXES):
+            continue
+        rest = path[len(folder) + 1 :]
+        if "/" in rest:
+            files.add(rest.split("/", 1)[0] + "/")
+        elif rest != "__init__.py":
+            files.add(rest)
+    return files
 
 
 def test_every_top_level_folder_is_on_the_map():
-    folders = tracked_top_level_folders()
-    assert {"book", "src", "tests", "_ext"} <= folders
-    missing = sorted(f for f in folders if f"{f}/" not in MAP)
+    folders = {name.split("/", 1)[0] for name in tracked_files() if "/" in name}
+    assert {"book", "src", "bookbuild", "tests"} <= folders
+    missing = sorted(f for f in folders if f"\n{f}/" not in MAP)
     assert not missing, f"ARCHITECTURE.md does not show {missing}"
 
 
-def test_every_module_of_both_packages_is_on_the_map():
-    for package in ("qkv", "bookbuild"):
-        assert f"src/{package}/" in MAP, package
-        modules = sorted((ROOT / "src" / package).glob("*.py"))
-        assert len(modules) > 3, package
-        missing = [
-            m.name
-            for m in modules
-            if m.name != "__init__.py" and f"`{m.name}`" not in MAP
-        ]
-        assert not missing, f"ARCHITECTURE.md does not list {package}: {missing}"
+def test_every_folder_on_the_map_exists():
+    block = MAP.split("```", 2)[1]
+    named = re.findall(r"^([\w./-]+/)\s", block, re.M)
+    assert len(named) > 10
+    missing = [name for name in named if not (ROOT / name).is_dir()]
+    assert not missing, f"ARCHITECTURE.md shows folders that do not exist: {missing}"
 
 
-def test_the_extensions_are_thin():
-    """Each file of _ext/ loads a bookbuild module and holds no code of its own."""
-    for extension in sorted((ROOT / "_ext").glob("*.py")):
-        code = [
-            line
-            for line in extension.read_text(encoding="utf-8")
-            .split('"""')[-1]
-            .splitlines()
-            if line.strip()
-        ]
-        assert code[0].startswith("from bookbuild."), extension.name
-        assert len(code) <= 3, f"{extension.name} is not thin: {code}"
+def test_every_file_of_both_packages_is_in_a_table_and_every_row_exists():
+    found = tables()
+    folders = {
+        path.rsplit("/", 1)[0]
+        for path in tracked_files()
+        if path.startswith(PACKAGE_FOLDERS) and path.endswith(LISTED_SUFFIXES)
+    }
+    assert "src/qkv" in folders and "bookbuild/src/bookbuild/i18n" in folders
+    for folder in sorted(folders):
+        if folder == "bookbuild/src/bookbuild":
+            # The package's own top: its one shared module is named in the text.
+            assert "`bookbuild.toc`" in MAP
+            continue
+        assert folder in found, f"ARCHITECTURE.md has no table of {folder}/"
+        expected = listed_files(folder)
+        assert found[folder] == expected, (
+            f"{folder}/: missing from the map {sorted(expected - found[folder])}, "
+            f"on the map but not in the code {sorted(found[folder] - expected)}"
+        )
+    stale = sorted(set(found) - folders)
+    assert not stale, f"ARCHITECTURE.md has tables of folders with no files: {stale}"
+
+
+def resolves(name: str) -> bool:
+    """True if ``name`` is a module, or an attribute of one (``qkv.a.B.c``)."""
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):
+        module = ".".join(parts[:cut])
+        try:
+            spec = importlib.util.find_spec(module)
+        except ModuleNotFoundError:
+            spec = None
+        if spec is None:
+            continue
+        value = importlib.import_module(module)
+        for attribute in parts[cut:]:
+            if not hasattr(value, attribute):
+                return False
+            value = getattr(value, attribute)
+        return True
+    return False
+
+
+def test_every_dotted_name_on_the_map_exists():
+    names = set(re.findall(r"(?<![\w/.-])((?:qkv|bookbuild)(?:\.[A-Za-z_]+)+)", MAP))
+    assert len(names) > 10
+    missing = sorted(name for name in names if not resolves(name))
+    assert not missing, f"ARCHITECTURE.md names what does not exist: {missing}"
+
+
+def makefile_targets() -> set[str]:
+    text = (ROOT / "Makefile").read_text(encoding="utf-8")
+    return set(re.findall(r"^([a-z][a-z0-9-]*):(?!=)", text, re.M))
+
+
+def test_every_makefile_target_is_on_the_map_and_every_one_named_exists():
+    targets = makefile_targets()
+    assert {"book", "test", "check"} <= targets
+    named = set(re.findall(r"`make ([a-z][a-z0-9-]*)", MAP))
+    assert targets - named == set(), f"not on the map: {sorted(targets - named)}"
+    assert named - targets == set(), f"not in the Makefile: {sorted(named - targets)}"
+
+
+def test_the_french_fixes_are_listed_in_the_order_they_load():
+    from bookbuild.i18n.languages import FIXES
+
+    rows = re.findall(r"^\| `([a-z_]+)\.py` \| fix (\d+):", MAP, re.M)
+    assert [int(number) for _, number in rows] == list(range(1, len(rows) + 1))
+    assert [f"bookbuild.i18n.{name}" for name, _ in rows] == list(FIXES)
+
+
+def test_what_points_at_this_page_finds_what_it_names():
+    """_config.yml sends its reader to a section of this page: it exists."""
+    config = (ROOT / "_config.yml").read_text(encoding="utf-8")
+    for section in re.findall(r"Read the (\w+) of ARCHITECTURE\.md", config):
+        assert f"\n## {section}\n" in MAP, section
 
 
 def test_nothing_edits_sys_path():
     offenders = []
-    for path in [
-        *ROOT.glob("src/**/*.py"),
-        *ROOT.glob("tests/*.py"),
-        *ROOT.glob("_ext/*.py"),
-    ]:
+    for path in [*ROOT.glob("src/**/*.py"), *ROOT.glob("bookbuild/**/*.py")]:
         text = path.read_text(encoding="utf-8")
         if "sys.path." in text.replace('"sys.path."', ""):
+            offenders.append(str(path.relative_to(ROOT)))
+    for path in ROOT.glob("tests/**/*.py"):
+        if "sys.path.insert" in path.read_text(encoding="utf-8"):
             offenders.append(str(path.relative_to(ROOT)))
     assert not offenders, offenders
 
@@ -67,7 +168,6 @@ def test_nothing_edits_sys_path():
 def test_the_version_is_written_once():
     """src/qkv/__init__.py holds it; pyproject reads it; CITATION.cff repeats it
     for citation tools, and this test keeps the copy equal."""
-    import re
     from importlib.metadata import version
 
     import qkv
@@ -77,3 +177,15 @@ def test_the_version_is_written_once():
     assert version("qkv") == qkv.__version__
     citation = (ROOT / "CITATION.cff").read_text(encoding="utf-8")
     assert re.search(rf"^version: {re.escape(qkv.__version__)}$", citation, re.M)
+
+
+def test_the_qkv_distribution_leaves_the_build_wing_out():
+    """A reader's `pip install qkv` gets no Sphinx-dependent code."""
+    import tomllib
+
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert pyproject["tool"]["setuptools"]["packages"]["find"]["include"] == ["qkv*"]
+    wing = tomllib.loads(
+        (ROOT / "bookbuild" / "pyproject.toml").read_text(encoding="utf-8")
+    )
+    assert wing["project"]["name"] == "bookbuild"

@@ -31,7 +31,7 @@ def test_the_lock_pins_every_direct_dependency_at_its_version():
 def test_conda_environment_names_the_same_pins():
     environment = yaml.safe_load((ROOT / "environment.yml").read_text("utf-8"))
     pip = next(d["pip"] for d in environment["dependencies"] if isinstance(d, dict))
-    assert "-r requirements.lock" in pip and "-e ." in pip
+    assert "-r requirements.lock" in pip and "-e ." in pip and "-e ./bookbuild" in pip
     torch = next(line for line in pip if line.startswith("torch=="))
     assert torch == f"torch=={make_variable(ROOT, 'TORCH_VERSION')}"
     assert pins(ROOT / "requirements.txt")["torch"] == make_variable(
@@ -114,7 +114,9 @@ def test_the_lock_is_complete_written_by_a_tool_and_refreshed_by_one_command():
         dist.metadata["Name"].lower().replace("_", "-")
         for dist in metadata.distributions()
     }
-    assert installed - locked <= {"torch", "qkv", "bookbuild", "pip"}, installed - locked
+    assert installed - locked <= {"torch", "qkv", "bookbuild", "pip"}, (
+        installed - locked
+    )
     assert "make lock" in (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
 
 
@@ -127,7 +129,7 @@ def test_the_readme_gives_the_path_without_make():
     for step in (
         r".venv\Scripts\activate",
         "pip install torch==",
-        "pip install -r requirements.lock -e .",
+        "pip install -r requirements.lock -e . -e ./bookbuild",
         "jupyter-book build . -W -n --keep-going",
         "python -m bookbuild.i18n.translations build",
         "conda env create -f environment.yml",
