@@ -165,17 +165,18 @@ def check(patch: Patch) -> tuple[object, str]:
     )
     if found != patch.version:
         raise ExtensionError(
-            f"bookbuild replaces {patch.target} ({patch.why}), written for "
-            f"{patch.distribution} {patch.version}, but {patch.distribution} "
-            f"{found or '(not installed)'} is installed. {advice}",
+            f"bookbuild replaces {patch.target} at run time. Why: {patch.why}. "
+            f"It was written for {patch.distribution} {patch.version}, but "
+            f"{patch.distribution} {found or '(not installed)'} is installed. "
+            f"{advice}",
             modname=patch.fix,
         )
     try:
         return _owner_and_name(patch.target)
     except (ImportError, AttributeError) as error:
         raise ExtensionError(
-            f"bookbuild replaces {patch.target} ({patch.why}), but it is not "
-            f"found in {patch.distribution} {found}: {error}. {advice}",
+            f"bookbuild replaces {patch.target} at run time. Why: {patch.why}. "
+            f"It is not found in {patch.distribution} {found}: {error}. {advice}",
             orig_exc=error,
             modname=patch.fix,
         ) from error
