@@ -12,7 +12,7 @@ added for each footnote it refers to. The parser then makes real footnote
 references; Sphinx keeps only the message's first node (the paragraph) and
 gives its references the ids of the original ones, so they link to the page's
 footnotes as in the root language. Installed only in a build whose language
-is not the root one.
+is not the root one, by :mod:`bookbuild.patches`.
 """
 
 from __future__ import annotations
@@ -20,8 +20,6 @@ from __future__ import annotations
 import re
 
 from sphinx.application import Sphinx
-
-from bookbuild.i18n.languages import install_when_translated
 
 REFERENCE = re.compile(r"\[\^([^\]\s]+)\](?!:)")
 
@@ -36,24 +34,18 @@ def with_definitions(text: str) -> str:
 
 
 def defining(parse):
-    """Wrap MyST-Parser's ``MystParser.parse`` for translated messages."""
+    """Wrap MyST-Parser's ``MystParser.parse`` for translated messages (applied
+    by :mod:`bookbuild.patches` after the wrapper of
+    :mod:`~bookbuild.i18n.parse_speed`: this one is the outer one)."""
 
     def parse_with_definitions(self, inputstring, document):
         if document.current_source.endswith("<translated>"):
             inputstring = with_definitions(inputstring)
         return parse(self, inputstring, document)
 
-    parse_with_definitions.bookbuild_defines_footnotes = True
     return parse_with_definitions
 
 
-def install() -> None:
-    from myst_parser.parsers.sphinx_ import MystParser
-
-    if not getattr(MystParser.parse, "bookbuild_defines_footnotes", False):
-        MystParser.parse = defining(MystParser.parse)
-
-
 def setup(app: Sphinx) -> dict:
-    install_when_translated(app, install)
+    app.setup_extension("bookbuild.patches")  # applies defining, translations only
     return {"parallel_read_safe": True, "parallel_write_safe": True}

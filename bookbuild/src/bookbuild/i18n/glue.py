@@ -10,7 +10,7 @@ Answer: while myst-nb parses a notebook page, the renderer it drops at the end
 of the parse is kept in ``env.temp_data`` (which Sphinx clears after each page);
 each translated sub-parse of that page borrows it, so the roles find the page's
 glued values and render them exactly as in the root language. Installed only
-in a build whose language is not the root one.
+in a build whose language is not the root one, by :mod:`bookbuild.patches`.
 
 Glued prose too. A chapter glues whole phrases built from its measurements
 (``{glue:md}`sa-perm-same```: "the same output vectors as the original ...");
@@ -35,8 +35,6 @@ from pathlib import Path
 
 from docutils import nodes
 from sphinx.application import Sphinx
-
-from bookbuild.i18n.languages import install_when_translated
 
 KEY = "bookbuild_nb_renderer"
 #: Beside each page's ``.pot``: the messages that are glued phrases.
@@ -233,7 +231,8 @@ class _KeepRenderer(dict):
 
 def lending(parse):
     """Wrap myst-nb's ``Parser.parse``: glued phrases in the page's language,
-    and the renderer kept and lent to the translated sub-parses of the page."""
+    and the renderer kept and lent to the translated sub-parses of the page
+    (applied by :mod:`bookbuild.patches`)."""
 
     def parse_with_renderer(self, inputstring, document):
         env = document.settings.env
@@ -252,18 +251,10 @@ def lending(parse):
         finally:
             document.attributes = dict(document.attributes)
 
-    parse_with_renderer.bookbuild_lends_renderer = True
     return parse_with_renderer
 
 
-def install() -> None:
-    from myst_nb.sphinx_ import Parser
-
-    if not getattr(Parser.parse, "bookbuild_lends_renderer", False):
-        Parser.parse = lending(Parser.parse)
-
-
 def setup(app: Sphinx) -> dict:
-    install_when_translated(app, install)
+    app.setup_extension("bookbuild.patches")  # applies lending, translations only
     app.connect("doctree-resolved", _extract_glued_prose)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -59,7 +59,8 @@ FIXES = (
     "bookbuild.i18n.glue",
     "bookbuild.i18n.exercise_titles",
     "bookbuild.i18n.solution_titles",
-    # Before the footnotes: their wrapper of MyST's parse must be the outer one.
+    # The three that replace a parser's method (glue, parse_speed, footnotes)
+    # have them applied by bookbuild.patches, in its registry's order.
     "bookbuild.i18n.parse_speed",
     "bookbuild.i18n.footnotes",
     "bookbuild.i18n.toc_captions",
@@ -77,17 +78,6 @@ def root_language(config) -> str:
 def is_translation(config) -> bool:
     """True when this build is a language other than the root one."""
     return base_language(config.language) != base_language(root_language(config))
-
-
-def install_when_translated(app: Sphinx, install) -> None:
-    """Call ``install()`` once the configuration is read, in a build whose
-    language is not the root one (the fixes that patch a parser use it)."""
-
-    def _install(app: Sphinx, config: Config) -> None:
-        if is_translation(config):
-            install()
-
-    app.connect("config-inited", _install)
 
 
 def page_href(pagename: str, current: str, target: str, root: str) -> str:

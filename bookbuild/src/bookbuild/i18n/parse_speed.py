@@ -16,7 +16,8 @@ Answer, in a build whose language is not the root one:
   once. MyST makes such a document in two places and uses neither's settings
   (it is replaced by the page's document, or given the page's settings).
 
-The result is the same site: the French edition's tests check its pages.
+Both replacements are applied by :mod:`bookbuild.patches`. The result is the
+same site: the French edition's tests check its pages.
 """
 
 from __future__ import annotations
@@ -25,8 +26,6 @@ import copy
 import functools
 
 from sphinx.application import Sphinx
-
-from bookbuild.i18n.languages import install_when_translated
 
 TRANSLATED = "<translated>"
 
@@ -45,6 +44,12 @@ def make_document(source_path="notset", parser_cls=None):
 
     settings = copy.copy(_default_settings(parser_cls or RSTParser))
     return new_document(source_path, settings=settings)
+
+
+def settings_made_once(make_document_of_myst):
+    """The replacement of MyST's ``make_document``: :func:`make_document`
+    (MyST's own is not called: it only differs in making the settings anew)."""
+    return make_document
 
 
 _parsers: dict[int, tuple[object, object]] = {}
@@ -76,19 +81,10 @@ def reusing_parser(parse):
         finally:
             parser.options.pop("document", None)
 
-    parse_reusing_parser.bookbuild_reuses_parser = True
     return parse_reusing_parser
 
 
-def install() -> None:
-    from myst_parser.mdit_to_docutils import base
-    from myst_parser.parsers.sphinx_ import MystParser
-
-    base.make_document = make_document
-    if not getattr(MystParser.parse, "bookbuild_reuses_parser", False):
-        MystParser.parse = reusing_parser(MystParser.parse)
-
-
 def setup(app: Sphinx) -> dict:
-    install_when_translated(app, install)
+    # Applies settings_made_once and reusing_parser, in translations only.
+    app.setup_extension("bookbuild.patches")
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -11,12 +11,15 @@ Answer: when the HTML builder loads the previous index, this extension restores
 the index entries of every page that is not written again, from the previous
 ``searchindex.js``; the pages written again bring their own, as always. Before
 the index is written, its entries are put in page order, so that an incremental
-build writes the same file as a clean build of the same sources. The builder's
-two methods are wrapped on the builder object itself, nothing else is changed.
+build writes the same file as a clean build of the same sources. The HTML
+builder's two methods are wrapped by :mod:`bookbuild.patches` (which checks the
+Sphinx version they were written for); the wrappers do nothing more than the
+originals in a build that does not load this extension.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -67,26 +70,37 @@ def _in_page_order(builder) -> None:
     entries.update(ordered)
 
 
-def _wrap_builder(app: Sphinx) -> None:
-    builder = app.builder
-    if not (hasattr(builder, "load_indexer") and hasattr(builder, "dump_search_index")):
-        return  # not an HTML builder with a search index
-    load_indexer, dump_search_index = builder.load_indexer, builder.dump_search_index
+def _loaded(builder) -> bool:
+    return __name__ in builder.app.extensions
 
-    def load_and_restore(docnames: Iterable[str]) -> None:
+
+def restoring_entries(load_indexer):
+    """Wrap ``StandaloneHTMLBuilder.load_indexer``: the previous index's entries
+    of the pages not written again are restored."""
+
+    @functools.wraps(load_indexer)
+    def load_and_restore(builder, docnames: Iterable[str]) -> None:
         docnames = list(docnames)
-        load_indexer(docnames)
-        _restore_entries(builder, docnames)
+        load_indexer(builder, docnames)
+        if _loaded(builder):
+            _restore_entries(builder, docnames)
 
-    def dump_in_page_order() -> None:
-        if builder.indexer is not None:
+    return load_and_restore
+
+
+def in_page_order(dump_search_index):
+    """Wrap ``StandaloneHTMLBuilder.dump_search_index``: the entries in page order."""
+
+    @functools.wraps(dump_search_index)
+    def dump_in_page_order(builder) -> None:
+        if _loaded(builder) and builder.indexer is not None:
             _in_page_order(builder)
-        dump_search_index()
+        dump_search_index(builder)
 
-    builder.load_indexer = load_and_restore
-    builder.dump_search_index = dump_in_page_order
+    return dump_in_page_order
 
 
 def setup(app: Sphinx) -> dict:
-    app.connect("builder-inited", _wrap_builder)
+    # Applies restoring_entries and in_page_order.
+    app.setup_extension("bookbuild.patches")
     return {"parallel_read_safe": True, "parallel_write_safe": True}

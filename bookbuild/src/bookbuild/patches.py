@@ -1,0 +1,236 @@
+"""Every method of another package that bookbuild replaces at run time, in one place.
+
+Problem: a few gaps of the Sphinx stack (glued values and footnotes in
+translated text, the cost of parsing 2,500 translated messages, the search
+index of an incremental build) can only be closed by replacing a method of
+MyST-Parser, myst-nb or Sphinx while the book builds. Such a replacement is
+written for one version of the package: in another version the method may
+have changed, or the gap may be closed, and the replacement would then break
+the build quietly, or break it in a way nobody can trace back to it. Two of them
+wrap the same method, and their order matters.
+
+Answer: :data:`REGISTRY`, the list of every such replacement, in the order it
+is applied. Each entry names the distribution and the exact version it was
+written for, the target (``module:Class.method``), the function that makes the
+replacement from the original (defined in the fix's own module, beside the
+explanation of the gap), and in one line why. Before anything is replaced,
+the installed version of each distribution is compared with the entry's: on
+any other version the build stops with an ``ExtensionError`` that says what
+to check. Applying twice replaces nothing twice; :func:`revert` puts the
+originals back.
+
+This module is a Sphinx extension, set up by each fix that needs a
+replacement: once the configuration is read, it applies, in the registry's
+order, the entries whose fix is loaded; an entry ``only_in_translations``
+only in a build whose language is not the root one (the English site runs
+the packages as they are). No other module of bookbuild assigns to another
+package's attributes (``tests/bookbuild/test_patches.py`` checks it).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _metadata_version
+
+from sphinx.application import Sphinx
+from sphinx.config import Config
+from sphinx.errors import ExtensionError
+
+from bookbuild.i18n import footnotes, glue, parse_speed
+from bookbuild.site import search_index
+
+
+@dataclass(frozen=True)
+class Patch:
+    """One run-time replacement of another package's attribute."""
+
+    #: What is replaced: ``module:attribute`` or ``module:Class.attribute``.
+    target: str
+    #: The distribution that defines it, and the version the fix was written for.
+    distribution: str
+    version: str
+    #: Makes the replacement from the original (it may wrap it, or ignore it).
+    make: Callable[[object], object]
+    #: Why, in one line (the fix's module explains it at length).
+    why: str
+    #: Applied only in a build whose language is not the root one.
+    only_in_translations: bool = False
+
+    @property
+    def fix(self) -> str:
+        """The module of the fix (the Sphinx extension that needs the entry)."""
+        return self.make.__module__
+
+    def __str__(self) -> str:
+        return f"{self.target} (by {self.fix})"
+
+
+REGISTRY: tuple[Patch, ...] = (
+    Patch(
+        target="myst_nb.sphinx_:Parser.parse",
+        distribution="myst-nb",
+        version="1.4.0",
+        make=glue.lending,
+        why="translated paragraphs borrow the page's notebook renderer (glue roles)",
+        only_in_translations=True,
+    ),
+    Patch(
+        target="myst_parser.mdit_to_docutils.base:make_document",
+        distribution="myst-parser",
+        version="3.0.1",
+        make=parse_speed.settings_made_once,
+        why="docutils' default settings made once, not once per translated message",
+        only_in_translations=True,
+    ),
+    # The two wrappers of MystParser.parse: the footnotes' must be the outer one
+    # (applied last), so that the shared parser reads the added definitions.
+    Patch(
+        target="myst_parser.parsers.sphinx_:MystParser.parse",
+        distribution="myst-parser",
+        version="3.0.1",
+        make=parse_speed.reusing_parser,
+        why="translated messages parsed by one shared Markdown parser",
+        only_in_translations=True,
+    ),
+    Patch(
+        target="myst_parser.parsers.sphinx_:MystParser.parse",
+        distribution="myst-parser",
+        version="3.0.1",
+        make=footnotes.defining,
+        why="[^note] in a translated message: placeholder definitions (MyST 4 fix)",
+        only_in_translations=True,
+    ),
+    Patch(
+        target="sphinx.builders.html:StandaloneHTMLBuilder.load_indexer",
+        distribution="sphinx",
+        version="7.4.7",
+        make=search_index.restoring_entries,
+        why="the previous search index's entries kept (Sphinx issue #12599)",
+    ),
+    Patch(
+        target="sphinx.builders.html:StandaloneHTMLBuilder.dump_search_index",
+        distribution="sphinx",
+        version="7.4.7",
+        make=search_index.in_page_order,
+        why="index entries in page order: an incremental build writes a clean one's",
+    ),
+)
+
+
+@dataclass
+class _Applied:
+    patch: Patch
+    owner: object  # the module or class that holds the attribute
+    name: str
+    own: object  # what the owner itself held (``_MISSING``: an inherited method)
+    replacement: object
+
+
+_MISSING = object()
+#: What :func:`apply` replaced, in the order it did.
+_applied: list[_Applied] = []
+
+
+def installed_version(distribution: str) -> str | None:
+    """The installed version of ``distribution`` (None if it is not installed)."""
+    try:
+        return _metadata_version(distribution)
+    except PackageNotFoundError:
+        return None
+
+
+def _owner_and_name(target: str) -> tuple[object, str]:
+    module_name, _, path = target.partition(":")
+    *holders, name = path.split(".")
+    owner = importlib.import_module(module_name)
+    for holder in holders:
+        owner = getattr(owner, holder)
+    getattr(owner, name)  # AttributeError if it is gone
+    return owner, name
+
+
+def check(patch: Patch) -> tuple[object, str]:
+    """The owner and attribute name of ``patch``'s target, if the installed
+    version is the one the replacement was written for; else ExtensionError."""
+    found = installed_version(patch.distribution)
+    advice = (
+        f"Check whether the gap {patch.fix} closes still exists in "
+        f"{patch.distribution} {found} (its docstring explains it), then update "
+        f"the entry in bookbuild/src/bookbuild/patches.py: its version if the "
+        f"replacement still fits, or remove the entry and the fix if the gap is "
+        f"closed. Or install {patch.distribution}=={patch.version} (requirements.lock)."
+    )
+    if found != patch.version:
+        raise ExtensionError(
+            f"bookbuild replaces {patch.target} at run time. Why: {patch.why}. "
+            f"It was written for {patch.distribution} {patch.version}, but "
+            f"{patch.distribution} {found or '(not installed)'} is installed. "
+            f"{advice}",
+            modname=patch.fix,
+        )
+    try:
+        return _owner_and_name(patch.target)
+    except (ImportError, AttributeError) as error:
+        raise ExtensionError(
+            f"bookbuild replaces {patch.target} at run time. Why: {patch.why}. "
+            f"It is not found in {patch.distribution} {found}: {error}. {advice}",
+            orig_exc=error,
+            modname=patch.fix,
+        ) from error
+
+
+def is_applied(patch: Patch) -> bool:
+    return any(done.patch is patch for done in _applied)
+
+
+def apply(patches: Iterable[Patch]) -> list[Patch]:
+    """Apply ``patches`` in their order (those not applied yet), once every
+    version is checked: nothing is replaced if one of them does not fit.
+    Returns the patches applied by this call."""
+    todo = [patch for patch in dict.fromkeys(patches) if not is_applied(patch)]
+    targets = [check(patch) for patch in todo]
+    for patch, (owner, name) in zip(todo, targets, strict=True):
+        replacement = patch.make(getattr(owner, name))
+        own = vars(owner).get(name, _MISSING)
+        setattr(owner, name, replacement)
+        _applied.append(_Applied(patch, owner, name, own, replacement))
+    return todo
+
+
+def applied() -> list[Patch]:
+    """The patches in place, in the order they were applied."""
+    return [done.patch for done in _applied]
+
+
+def revert() -> None:
+    """Put back every original, last applied first."""
+    while _applied:
+        done = _applied.pop()
+        if done.own is _MISSING:
+            delattr(done.owner, done.name)
+        else:
+            setattr(done.owner, done.name, done.own)
+
+
+def for_build(app: Sphinx, config: Config) -> list[Patch]:
+    """The registry's entries this build needs, in order: those whose fix is
+    loaded, and the translations' ones only in another language than the root."""
+    from bookbuild.i18n.languages import is_translation
+
+    loaded = [patch for patch in REGISTRY if patch.fix in app.extensions]
+    if any(patch.only_in_translations for patch in loaded) and is_translation(config):
+        return loaded
+    return [patch for patch in loaded if not patch.only_in_translations]
+
+
+def _apply_for_build(app: Sphinx, config: Config) -> None:
+    apply(for_build(app, config))
+
+
+def setup(app: Sphinx) -> dict:
+    # After the languages' overrides (priority 300): the language is final.
+    app.connect("config-inited", _apply_for_build, priority=400)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
