@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bookbuild.toc import lessons
+from bookbuild.toc import lessons, pages
 from bookbuild.tools import chapter_code
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -121,10 +121,54 @@ def test_no_result_typed_by_hand(page):
 
 
 def test_chapter_code_passes_ruff():
-    """The chapters' code cells follow the package's style (line length 88,
-    ruff's checks and format): ``python -m bookbuild.tools.chapter_code format``."""
+    """The chapters' code cells follow the package's style (ruff's checks and
+    format; lines of 77 characters where the page shows the code, 88 in the cells
+    it hides): ``python -m bookbuild.tools.chapter_code format``."""
     returncode, output = chapter_code.check(ROOT)
     assert returncode == 0, output[-6000:]
+
+
+PYTHON_BLOCK = re.compile(r"(`{3,}|~{3,})(?:python|py|ipython3?)\s*$")
+
+
+def shown_code_lines(text: str):
+    """(line number, line) of the code a page shows: its code cells but those
+    tagged ``remove-cell`` or ``remove-input`` (a ``hide-input`` cell is shown
+    when opened), and its ```python blocks (the exercises' skeletons)."""
+    for match in chapter_code.CODE_CELL.finditer(text):
+        if chapter_code.is_shown(match["options"]):
+            first = text.count("\n", 0, match.start("code")) + 1
+            for offset, line in enumerate(match["code"].rstrip("\n").split("\n")):
+                yield first + offset, line
+    closing = None
+    for number, line in enumerate(text.splitlines(), 1):
+        if closing is None:
+            opening = PYTHON_BLOCK.match(line.strip())
+            closing = opening.group(1) if opening else None
+        elif line.strip() == closing:
+            closing = None
+        else:
+            yield number, line
+
+
+def test_shown_code_fits_the_column():
+    """No line of code that a page shows is longer than the code column (77
+    characters in a window 1280 px wide, a projector's): a longer one is cut off
+    at the right. ruff holds the code cells to it too (line length
+    ``chapter_code.SHOWN_LINE_LENGTH``); this lists the lines, page by page."""
+    limit = chapter_code.SHOWN_LINE_LENGTH
+    too_long = [
+        f"{page}.md:{number}: {len(line)} characters"
+        for page in pages(ROOT)
+        if (ROOT / f"{page}.md").exists()
+        for number, line in shown_code_lines(source(page))
+        if len(line) > limit
+    ]
+    assert not too_long, (
+        f"{len(too_long)} line(s) of shown code longer than {limit} characters "
+        "(split them; `python -m bookbuild.tools.chapter_code format "
+        "book/<page>.md` does what ruff can):\n" + "\n".join(too_long)
+    )
 
 
 VISIBLE_BOOKKEEPING = re.compile(

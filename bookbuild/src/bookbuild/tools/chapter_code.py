@@ -1,7 +1,13 @@
 """The chapters' code cells held to the same style as the package: ruff.
 
 A chapter's code is read on a projected page and in a handed-out notebook, so it
-follows the same rules as ``src/`` (line length 88, ruff's checks, ruff's format).
+follows the same rules as ``src/`` (ruff's checks, ruff's format), with shorter
+lines where the page shows the code: at most :data:`SHOWN_LINE_LENGTH` (80)
+characters, what the code column shows without scrolling in a window 1280 pixels
+wide (a projector's). The cells the page does not show (tagged ``remove-cell`` or
+``remove-input``: the book's bookkeeping, left out of the handed-out notebooks too)
+keep the package's 88.
+
 Ruff reads notebooks, not MyST files: :func:`write_notebooks` writes each
 chapter's code cells into a notebook (markdown left out), on which ``ruff check``
 and ``ruff format --check`` run (``tests/test_chapters.py``). :func:`format_page`
@@ -35,18 +41,37 @@ CODE_CELL = re.compile(
 )
 
 
+# The longest line of a code cell that the page shows: a longer one is cut off at
+# the right of the code column in a window 1280 px wide (measured in Chromium).
+SHOWN_LINE_LENGTH = 77
+# Tags of a cell whose code the page does not show.
+HIDDEN_CODE = re.compile(r"\bremove-(?:cell|input)\b")
+
+
 def ruff() -> str:
     """The ruff of this environment (beside this Python)."""
     return str(Path(sys.executable).parent / "ruff")
 
 
-def code_cells(text: str) -> list[str]:
-    """The source of each code cell of a MyST page, in order."""
-    return [match["code"].rstrip("\n") for match in CODE_CELL.finditer(text)]
+def is_shown(options: str) -> bool:
+    """Whether the page shows the code of a cell with these options (a cell tagged
+    ``hide-input`` is shown when the reader opens it)."""
+    return not HIDDEN_CODE.search(options)
 
 
-def write_notebooks(root: Path, folder: Path) -> list[Path]:
-    """A notebook of the code cells of every executable page, in ``folder``."""
+def code_cells(text: str, shown: bool | None = None) -> list[str]:
+    """The source of each code cell of a MyST page, in order: every cell, or only
+    those whose code the page shows (``shown=True``) or does not (``False``)."""
+    return [
+        match["code"].rstrip("\n")
+        for match in CODE_CELL.finditer(text)
+        if shown is None or is_shown(match["options"]) == shown
+    ]
+
+
+def write_notebooks(root: Path, folder: Path, shown: bool | None = None) -> list[Path]:
+    """A notebook of the code cells of every executable page, in ``folder``
+    (every cell, or only the shown or the hidden ones: see :func:`code_cells`)."""
     written = []
     for page in pages(root):
         if not is_notebook(root, page):
@@ -55,34 +80,54 @@ def write_notebooks(root: Path, folder: Path) -> list[Path]:
         notebook = nbformat.v4.new_notebook()
         notebook.metadata["kernelspec"] = {"name": "python3", "language": "python"}
         notebook.metadata["language_info"] = {"name": "python"}
-        notebook.cells = [nbformat.v4.new_code_cell(c) for c in code_cells(text)]
+        cells = code_cells(text, shown)
+        notebook.cells = [nbformat.v4.new_code_cell(c) for c in cells]
+        Path(folder).mkdir(parents=True, exist_ok=True)
         target = Path(folder) / f"{Path(page).name}.ipynb"
         nbformat.write(notebook, target)
         written.append(target)
     return written
 
 
+def ruff_config(root: Path, shown: bool = False) -> list[str]:
+    """ruff's options: the book's pyproject.toml (line length 88), and lines of
+    :data:`SHOWN_LINE_LENGTH` characters for the code the page shows."""
+    config = ["--config", str(Path(root) / "pyproject.toml")]
+    return [*config, "--line-length", str(SHOWN_LINE_LENGTH)] if shown else config
+
+
 def check(root: Path) -> tuple[int, str]:
     """``ruff check`` and ``ruff format --check`` on every chapter's code cells;
-    the exit code (0: clean) and what ruff printed."""
+    the exit code (0: clean) and what ruff printed.
+
+    ``ruff check`` reads all of a page's cells in one notebook (a name defined in a
+    hidden cell is used in a shown one); the shown cells are then checked again for
+    their line length alone, and each kind is format-checked at its own length.
+    """
     with tempfile.TemporaryDirectory() as folder:
-        write_notebooks(root, Path(folder))
-        config = ["--config", str(Path(root) / "pyproject.toml")]
+        every, shown, hidden = (Path(folder) / n for n in ("every", "shown", "hidden"))
+        write_notebooks(root, every)
+        write_notebooks(root, shown, shown=True)
+        write_notebooks(root, hidden, shown=False)
+        package_style, shown_style = ruff_config(root), ruff_config(root, shown=True)
+        commands = [
+            ["check", "--no-cache", *package_style, every],
+            ["check", "--no-cache", *shown_style, "--select", "E501", shown],
+            ["format", "--check", "--diff", *shown_style, shown],
+            ["format", "--check", "--diff", *package_style, hidden],
+        ]
         done = [
-            subprocess.run(
-                [ruff(), *command, *config, folder],
-                capture_output=True,
-                text=True,
-            )
-            for command in (["check", "--no-cache"], ["format", "--check", "--diff"])
+            subprocess.run([ruff(), *command], capture_output=True, text=True)
+            for command in commands
         ]
     output = "\n".join(d.stdout + d.stderr for d in done)
     return max(d.returncode for d in done), output.replace(folder, "<chapters>")
 
 
-def format_code(code: str, root: Path) -> str:
-    """``code`` as ruff formats it with the book's settings, imports sorted."""
-    config = ["--config", str(Path(root) / "pyproject.toml")]
+def format_code(code: str, root: Path, shown: bool = False) -> str:
+    """``code`` as ruff formats it with the book's settings, imports sorted (at
+    the shorter line length of the code a page shows if ``shown``)."""
+    config = ruff_config(root, shown)
     for command in (["check", "--select", "I", "--fix", "--quiet"], ["format"]):
         done = subprocess.run(
             [ruff(), *command, *config, "-"],
@@ -101,7 +146,8 @@ def format_page(path: Path, root: Path = Path(".")) -> bool:
     text = Path(path).read_text(encoding="utf-8")
 
     def formatted(match: re.Match) -> str:
-        code = format_code(match["code"].rstrip("\n"), root)
+        shown = is_shown(match["options"])
+        code = format_code(match["code"].rstrip("\n"), root, shown)
         fence = match["fence"]
         head = match.group(0).split("\n", 1)[0]
         return f"{head}\n{match['options']}{code}\n{fence}"
