@@ -187,11 +187,11 @@ def _attend(
     is_causal: bool = False,
     scale: float | None = None,
 ) -> tuple[Tensor, Tensor]:
-    """:func:`scaled_dot_product_attention` on inputs it has checked: the
-    scores, the optional mask, the softmax and the mix.
+    """:func:`scaled_dot_product_attention` after its checks: the scores, the
+    optional mask, the softmax and the mix.
 
-    The layers below call it after checking their own inputs, so that each
-    input is checked once, where it enters.
+    The layers below call it too, after checking their own inputs: each input
+    is checked once, where it enters.
     """
     if is_causal:
         attn_mask = causal_mask(query.shape[-2], key.shape[-2], device=query.device)

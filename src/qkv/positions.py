@@ -152,7 +152,7 @@ def rope(
 
 
 def _rotate(x: Tensor, positions: Tensor, base: float, interleaved: bool) -> Tensor:
-    """:func:`rope` on inputs it has checked: x (..., T, E), positions (..., T)."""
+    """:func:`rope` after its checks: x (..., T, E), positions (..., T)."""
     dim = x.shape[-1]
     angles = _rotation_angles(positions, dim, base)  # (..., T, E/2)
     cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
