@@ -176,9 +176,25 @@ def scaled_dot_product_attention(
     """
     scores_shape = _check_qkv(query, key, value)  # (..., L, S)
     _check_options(attn_mask, is_causal, scale, scores_shape)
-    if is_causal:
-        attn_mask = causal_mask(*scores_shape[-2:], device=query.device)
+    return _attend(query, key, value, attn_mask, is_causal, scale)
 
+
+def _attend(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Tensor | None = None,
+    is_causal: bool = False,
+    scale: float | None = None,
+) -> tuple[Tensor, Tensor]:
+    """:func:`scaled_dot_product_attention` after its checks: the scores, the
+    optional mask, the softmax and the mix.
+
+    The layers below call it too, after checking their own inputs: each input
+    is checked once, where it enters.
+    """
+    if is_causal:
+        attn_mask = causal_mask(query.shape[-2], key.shape[-2], device=query.device)
     if scale is None:
         scale = 1.0 / math.sqrt(query.shape[-1])
     scores = query @ key.transpose(-2, -1) * scale  # (..., L, S)
@@ -468,10 +484,10 @@ class SelfAttention(nn.Module):
             ``(output, weights)``: output (..., T, D), weights (..., T, T).
         """
         _check_input("x", x, self.W_q)
+        length = x.shape[-2]
+        _check_options(attn_mask, is_causal, None, (*x.shape[:-2], length, length))
         query, key, value = self.W_q(x), self.W_k(x), self.W_v(x)  # (..., T, D) each
-        return scaled_dot_product_attention(
-            query, key, value, attn_mask=attn_mask, is_causal=is_causal
-        )
+        return _attend(query, key, value, attn_mask, is_causal)  # checked above
 
 
 class MultiHeadAttention(nn.Module):
@@ -574,8 +590,8 @@ class MultiHeadAttention(nn.Module):
         group = self.num_heads // self.num_kv_heads  # query heads per k/v head
         k = k.repeat_interleave(group, dim=-3)  # (..., H, S, E)
         v = v.repeat_interleave(group, dim=-3)  # (..., H, S, E)
-        context, weights = scaled_dot_product_attention(
-            q, k, v, attn_mask=attn_mask, is_causal=is_causal
+        context, weights = self._weighted_attention(
+            q, k, v, attn_mask, is_causal
         )  # (..., H, L, E), (..., H, L, S)
         output = self.W_o(concat_heads(context))  # (..., L, D)
         return output, weights
@@ -601,6 +617,22 @@ class MultiHeadAttention(nn.Module):
             is_causal=is_causal,
             enable_gqa=self.num_kv_heads != self.num_heads,
         )
+
+    def _weighted_attention(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        attn_mask: Tensor | None,
+        is_causal: bool,
+    ) -> tuple[Tensor, Tensor]:
+        """q (..., H, L, E), k and v (..., H, S, E) -> context (..., H, L, E) and
+        weights (..., H, L, S).
+
+        :func:`scaled_dot_product_attention` without checking its inputs again:
+        :meth:`_check_forward` has checked them where they entered.
+        """
+        return _attend(q, k, v, attn_mask, is_causal)
 
     def _check_forward(
         self,

@@ -38,11 +38,10 @@ from torch import Tensor, nn
 from qkv.attention import (
     MultiHeadAttention,
     concat_heads,
-    scaled_dot_product_attention,
     split_heads,
 )
 from qkv.transformer import sinusoidal_positions
-from qkv.validate import broadcast_shapes, check_int
+from qkv.validate import broadcast_shapes, check_int, check_positive
 
 __all__ = [
     "ENCODINGS",
@@ -58,11 +57,6 @@ __all__ = [
 #: The position encodings :func:`qkv.experiments.positions.extrapolation`
 #: compares, in the order of its table.
 ENCODINGS = ("none", "learned", "sinusoidal", "rope", "alibi")
-
-
-def _check_base(base: float) -> None:
-    if isinstance(base, bool) or not isinstance(base, int | float) or not base > 0:
-        raise ValueError(f"base must be a positive number, got {base!r}")
 
 
 def _as_positions(name: str, positions: Tensor | list | range) -> Tensor:
@@ -140,7 +134,7 @@ def rope(
             f"x must have an even last dimension E (pairs of features), "
             f"got x {tuple(x.shape)}"
         )
-    _check_base(base)
+    check_positive("base", base)
     positions = _as_positions("positions", positions).to(x.device)
     try:
         fits = positions.shape[-1] == length and broadcast_shapes(
@@ -154,6 +148,12 @@ def rope(
             f"x.shape[:-1] = {tuple(x.shape[:-1])}, got positions "
             f"{tuple(positions.shape)}"
         )
+    return _rotate(x, positions, base, interleaved)
+
+
+def _rotate(x: Tensor, positions: Tensor, base: float, interleaved: bool) -> Tensor:
+    """:func:`rope` after its checks: x (..., T, E), positions (..., T)."""
+    dim = x.shape[-1]
     angles = _rotation_angles(positions, dim, base)  # (..., T, E/2)
     cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
     if interleaved:
@@ -414,6 +414,7 @@ class PositionalAttention(MultiHeadAttention):
             )
         if key is not None or value is not None:
             raise ValueError(f"{self.encoding} attention here is self-attention only")
+        self._check_forward(query, query, query, attn_mask, is_causal, need_weights)
         if self.encoding == "alibi" and (attn_mask is not None or not is_causal):
             raise ValueError(
                 "ALiBi is causal: call with is_causal=True and no attn_mask, got "
@@ -427,10 +428,11 @@ class PositionalAttention(MultiHeadAttention):
         v = split_heads(self.W_v(x), heads)  # (..., H, T, E)
         if self.encoding == "rope":
             positions = torch.arange(length, device=x.device)  # (T,)
-            q, k = rope(q, positions), rope(k, positions)  # rotated, same shapes
-            context, weights = scaled_dot_product_attention(
-                q, k, v, attn_mask=attn_mask, is_causal=is_causal
-            )  # (..., H, T, E), (..., H, T, T)
+            q = _rotate(q, positions, 10_000.0, interleaved=True)  # as rope(q, ...)
+            k = _rotate(k, positions, 10_000.0, interleaved=True)  # as rope(k, ...)
+            context, weights = self._weighted_attention(
+                q, k, v, attn_mask, is_causal
+            )  # (..., H, T, E), (..., H, T, T); inputs checked above
         else:
             # scaled_dot_product_attention takes boolean masks only: add the
             # bias here. Its -inf above the diagonal is the causal mask.

@@ -23,13 +23,12 @@ here too: :class:`RMSNorm` (Zhang and Sennrich 2019) and :class:`SwiGLU`
 from __future__ import annotations
 
 import math
-import numbers
 
 import torch
 from torch import Tensor, nn
 
 from qkv.attention import MultiHeadAttention
-from qkv.validate import check_bool, check_floating, check_int
+from qkv.validate import check_bool, check_floating, check_int, check_positive
 
 __all__ = [
     "FeedForward",
@@ -66,7 +65,7 @@ def sinusoidal_positions(length: int, dim: int, base: float = 10_000.0) -> Tenso
     """
     length = check_int("length", length, minimum=1)
     dim = check_int("dim", dim, minimum=1)
-    _check_positive("base", base)
+    check_positive("base", base)
     if dim % 2:
         raise ValueError(f"dim must be even (sin and cos pairs), got dim={dim}")
     positions = torch.arange(length, dtype=torch.float32)[:, None]  # (T, 1)
@@ -76,17 +75,6 @@ def sinusoidal_positions(length: int, dim: int, base: float = 10_000.0) -> Tenso
     codes[:, 0::2] = torch.sin(angles)
     codes[:, 1::2] = torch.cos(angles)
     return codes
-
-
-def _check_positive(name: str, value: float) -> None:
-    """Raise ``ValueError`` unless ``value`` is a finite real number > 0."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
-        or not math.isfinite(value)
-        or value <= 0
-    ):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
 
 
 class FeedForward(nn.Module):
@@ -132,8 +120,7 @@ class RMSNorm(nn.Module):
     def __init__(self, embed_dim: int, eps: float = 1e-6) -> None:
         super().__init__()
         embed_dim = check_int("embed_dim", embed_dim, minimum=1)
-        if isinstance(eps, bool) or not isinstance(eps, int | float) or not eps > 0:
-            raise ValueError(f"eps must be a number > 0, got {eps!r}")
+        check_positive("eps", eps)
         self.embed_dim = embed_dim
         self.eps = float(eps)
         self.weight = nn.Parameter(torch.ones(embed_dim))  # (D,), the learned scale
@@ -207,7 +194,7 @@ class TransformerBlock(nn.Module):
         pre_norm: bool = False,
     ) -> None:
         super().__init__()
-        _check_positive("eps", eps)
+        check_positive("eps", eps)
         check_bool("pre_norm", pre_norm)
         self.pre_norm = pre_norm
         self.attention = MultiHeadAttention(embed_dim, num_heads, bias=bias)

@@ -7,6 +7,7 @@ Each module checks its inputs with these functions, once, where they enter.
 
 from __future__ import annotations
 
+import math
 import numbers
 
 from torch import Tensor
@@ -17,6 +18,7 @@ __all__ = [
     "check_floating",
     "check_index",
     "check_int",
+    "check_positive",
 ]
 
 
@@ -31,6 +33,19 @@ def check_int(name: str, value: int, minimum: int) -> int:
     if value < minimum:
         raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
     return int(value)
+
+
+def check_positive(name: str, value: float) -> float:
+    """Return ``value`` as a float; raise ``ValueError`` unless it is a finite real
+    number > 0 (not a bool, a NaN or an infinity)."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return float(value)
 
 
 def check_bool(name: str, value: bool) -> None:

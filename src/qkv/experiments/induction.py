@@ -42,7 +42,7 @@ import torch
 from torch import Tensor, nn
 
 from qkv.attention import MultiHeadAttention
-from qkv.validate import check_int
+from qkv.validate import check_int, check_positive
 
 __all__ = [
     "Batch",
@@ -377,8 +377,7 @@ def train(
         ("eval_every", eval_every),
     ):
         check_int(name, value, 1)
-    if isinstance(lr, bool) or not isinstance(lr, int | float) or not lr > 0:
-        raise ValueError(f"lr must be a positive number, got {lr!r}")
+    check_positive("lr", lr)
     torch.manual_seed(seed)
     model = InductionModel(
         embed_dim=embed_dim, num_heads=num_heads, positions=positions

@@ -41,6 +41,7 @@ from torch import Tensor, nn
 
 from qkv.attention import MultiHeadAttention, padding_mask, split_heads
 from qkv.transformer import FeedForward, TransformerBlock, sinusoidal_positions
+from qkv.validate import check_int
 
 __all__ = [
     "ADJECTIVES",
@@ -397,8 +398,7 @@ class AdditiveAttention(nn.Module):
     def __init__(self, embed_dim: int, num_heads: int) -> None:
         super().__init__()
         for name, size in (("embed_dim", embed_dim), ("num_heads", num_heads)):
-            if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {size!r}")
+            check_int(name, size, minimum=1)
         if embed_dim % num_heads:
             raise ValueError(
                 f"embed_dim={embed_dim} must be divisible by num_heads={num_heads}"

@@ -36,6 +36,7 @@ from torch import Tensor, nn
 
 from qkv.attention import MultiHeadAttention
 from qkv.transformer import TransformerBlock, sinusoidal_positions
+from qkv.validate import check_int
 
 __all__ = [
     "DigitsData",
@@ -56,11 +57,6 @@ __all__ = [
 ]
 
 
-def _check_positive_int(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
-
-
 def patch_grid(image_size: tuple[int, int], patch_size: int) -> tuple[int, int]:
     """The number of patch rows and patch columns of an image.
 
@@ -77,7 +73,7 @@ def patch_grid(image_size: tuple[int, int], patch_size: int) -> tuple[int, int]:
         ValueError: if ``patch_size`` is not an int >= 1 or does not divide both
             sides of the image.
     """
-    _check_positive_int("patch_size", patch_size)
+    check_int("patch_size", patch_size, minimum=1)
     height, width = image_size
     if height % patch_size or width % patch_size:
         raise ValueError(
@@ -112,7 +108,7 @@ def patchify(images: Tensor, patch_size: int) -> Tensor:
             f"images must be a tensor of shape (B, Hi, Wi) or (B, C, Hi, Wi), "
             f"got {shape}"
         )
-    _check_positive_int("patch_size", patch_size)
+    check_int("patch_size", patch_size, minimum=1)
     x = images if images.dim() == 4 else images[:, None]  # (B, C, Hi, Wi)
     batch, channels, height, width = x.shape
     if height % patch_size or width % patch_size:
@@ -153,7 +149,7 @@ def unpatchify(
     """
     rows, cols = patch_grid(image_size, patch_size)
     n_channels = 1 if channels is None else channels
-    _check_positive_int("channels", n_channels)
+    check_int("channels", n_channels, minimum=1)
     p = patch_size
     expected = (rows * cols, n_channels * p * p)
     if (
@@ -240,9 +236,9 @@ def positions_2d(rows: int, cols: int, dim: int) -> Tensor:
     Returns:
         Shape (rows * cols, D), row-major like the patches.
     """
-    _check_positive_int("rows", rows)
-    _check_positive_int("cols", cols)
-    _check_positive_int("dim", dim)
+    check_int("rows", rows, minimum=1)
+    check_int("cols", cols, minimum=1)
+    check_int("dim", dim, minimum=1)
     if dim % 4:
         raise ValueError(f"dim must be divisible by 4 (rows and columns), got {dim}")
     row_codes = sinusoidal_positions(rows, dim // 2)  # (rows, D/2)
@@ -315,10 +311,10 @@ class VisionTransformer(nn.Module):
         ff_dim: int = 64,
     ) -> None:
         super().__init__()
-        _check_positive_int("channels", channels)
-        _check_positive_int("num_classes", num_classes)
-        _check_positive_int("num_layers", num_layers)
-        _check_positive_int("embed_dim", embed_dim)
+        check_int("channels", channels, minimum=1)
+        check_int("num_classes", num_classes, minimum=1)
+        check_int("num_layers", num_layers, minimum=1)
+        check_int("embed_dim", embed_dim, minimum=1)
         if embed_dim % 4:
             raise ValueError(
                 f"embed_dim must be divisible by 4 (2-D sin/cos position codes), "
@@ -471,8 +467,8 @@ def output_projection_parameters(embed_dim: int = 384, num_heads: int = 6) -> di
         ``{"with_bias": D * D + D, "without_bias": D * D, "head_dim": D / H}``,
         each counted from a :class:`~qkv.attention.MultiHeadAttention`.
     """
-    _check_positive_int("embed_dim", embed_dim)
-    _check_positive_int("num_heads", num_heads)
+    check_int("embed_dim", embed_dim, minimum=1)
+    check_int("num_heads", num_heads, minimum=1)
     if embed_dim % num_heads:
         raise ValueError(
             f"embed_dim={embed_dim} must be divisible by num_heads={num_heads}"
@@ -557,7 +553,7 @@ def train(
         A :class:`TrainResult`.
     """
     for name, value in (("epochs", epochs), ("batch_size", batch_size)):
-        _check_positive_int(name, value)
+        check_int(name, value, minimum=1)
     data = load_digits() if data is None else data
     torch.manual_seed(seed)
     model = VisionTransformer(

@@ -1,5 +1,6 @@
 """What puts the numbers of :mod:`qkv` on a page of the book: values pasted into
-the prose (:mod:`~qkv.page.glue`), tensors as LaTeX (:mod:`~qkv.page.display`),
+the prose (:mod:`~qkv.page.glue`), sentences that read a measurement
+(:mod:`~qkv.page.verdicts`), tensors as LaTeX (:mod:`~qkv.page.display`),
 the figure style and heatmaps (:mod:`~qkv.page.plot`), architecture diagrams
 (:mod:`~qkv.page.diagrams`), and the interactive figures: the widget layer
 (:mod:`~qkv.page.widgets`), the head view (:mod:`~qkv.page.headview`) and the
