@@ -53,12 +53,13 @@ def static_text(name: str) -> str:
     widget inlines in its page (package data, read with :mod:`importlib.resources`).
 
     Raises:
-        ValueError: if the file holds ``</``, which could close the ``<style>`` or
-            ``<script>`` element it is copied into.
+        ValueError: if the file holds ``</`` or ``<!--``, which could close the
+            ``<style>`` or ``<script>`` element it is copied into.
     """
     text = resources.files("qkv.page").joinpath(STATIC, name).read_text("utf-8")
-    if "</" in text:
-        raise ValueError(f"{STATIC}/{name} must not hold '</' (it is inlined)")
+    for mark in ("</", "<!--"):
+        if mark in text:
+            raise ValueError(f"{STATIC}/{name} must not hold {mark!r} (it is inlined)")
     return text
 
 
