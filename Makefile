@@ -147,3 +147,19 @@ clean:
 # `make print-TORCH`: the value of a variable (for the tests and for curious users).
 print-%:
 	@echo $($*)
+
+# The JavaScript linter (ESLint, pinned in package.json and package-lock.json,
+# installed into node_modules/ by npm ci when the lock changes): every script of
+# the project, which run in the reader's browser. Needs Node.js and npm; the book
+# itself does not.
+JS_FILES := $(wildcard src/qkv/page/static/*.js) bookbuild/src/bookbuild/site/static/bookbuild.js
+NODE_INSTALLED := node_modules/.installed
+
+$(NODE_INSTALLED): package-lock.json package.json
+	@echo "install: node_modules with the packages of package-lock.json"
+	@npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+.PHONY: lint-js
+lint-js: $(NODE_INSTALLED)
+	node_modules/.bin/eslint --max-warnings 0 $(JS_FILES)

@@ -28,6 +28,8 @@ from bookbuild.tools.browser import launch, serve, wait_for_math
 from bookbuild.tools.testing import outside_references, require_chromium
 from qkv.examples import SIX_WORDS, six_word_embeddings
 from qkv.page import explorables
+from qkv.page.explorables import seeded
+from qkv.page.widgets import Widget, static_text
 
 ROOT = Path(__file__).resolve().parents[2]
 HTML = ROOT / "_build" / "html"
@@ -43,14 +45,14 @@ EVIL = [
 ]
 
 
-def rope_example(words=None, **options) -> explorables.RopeOffsets:
+def rope_example(words=None, **options) -> Widget:
     generator = torch.Generator().manual_seed(0)
     query = torch.randn(8, generator=generator)
     keys = torch.randn(5, 8, generator=generator)
     return explorables.rope_offsets(query, keys, words, **options)
 
 
-def examples(words=SIX_WORDS, **options) -> dict[str, explorables._Explorable]:
+def examples(words=SIX_WORDS, **options) -> dict[str, Widget]:
     """One of each explorable, as the chapters call them (RoPE: 5 keys)."""
     x = six_word_embeddings()
     return {
@@ -100,7 +102,7 @@ def test_seeded_normal_is_reproducible_and_standard_normal():
     assert abs(float(first.mean())) < 0.01 and abs(float(first.std()) - 1) < 0.01
     # an odd count takes the first numbers of the same stream
     assert torch.equal(explorables.seeded_normal(7, 5), first.flatten()[:5])
-    draws = explorables._mulberry32(2**32 - 1)  # 32-bit integers, whatever the seed
+    draws = seeded._mulberry32(2**32 - 1)  # 32-bit integers, whatever the seed
     assert all(0 <= next(draws) < 2**32 for _ in range(1000))
 
 
@@ -615,16 +617,12 @@ def test_on_a_test_page_the_keyboard_drives_them_and_qkv_agrees(
 
 @pytest.mark.browser
 def test_the_page_draws_the_same_random_numbers_as_python(browser, test_pages):
-    script = explorables.ScaledScores.SCRIPT
-    generator = script[
-        script.index("  function draws") : script.index("  function dot")
-    ]
+    generator = static_text("seeded.js")  # what the page of scaled_scores runs
     context, page = open_page(browser, test_pages["en"])
     try:
         for seed in (0, 7, 2**31 + 5, 2**32 - 1):  # seeds above 2**31: signed in JS
-            drawn = page.evaluate(
-                f"() => {{ {generator} return Array.from(normals({seed}, 1001)); }}"
-            )
+            call = f"Array.from(qkvSeededNormal({seed}, 1001))"
+            drawn = page.evaluate(f"() => {{ {generator} return {call}; }}")
             expected = explorables.seeded_normal(seed, 1001)
             gap = float(
                 (torch.tensor(drawn, dtype=torch.float64) - expected).abs().max()

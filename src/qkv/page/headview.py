@@ -12,7 +12,8 @@ are escaped, so a token such as ``</script>`` cannot run code; a static heatmap,
 PNG inside the page, stands in where scripts do not run and in print), and it runs
 in the built site over http and from ``file://``. Its words follow the page's
 language (``<html lang>``: English or French), its static figure's alt text too
-(in a French build of the book).
+(in a French build of the book). Its stylesheet and script are
+``qkv/page/static/headview.css`` and ``headview.js``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from qkv.validate import check_index, check_int
 
 __all__ = ["HeadView", "head_view"]
 
+# Given to headview.css (--qkv-hv-row) and headview.js (data.row_height, lines_width).
 ROW_HEIGHT = 26  # px per token row
 LINES_WIDTH = 170  # px between the two columns
 
@@ -56,120 +58,6 @@ LABELS = {
         f"sur les tokens{NNBSP}: {{tokens}}",
     },
 }
-
-_CSS = """
-#{id} {{ background:#fff; color:#111; border:1px solid #ccc; border-radius:6px;
-  padding:10px 14px; margin:1em 0; font-family:sans-serif; max-width:100%;
-  overflow-x:auto; }}
-#{id} .qkv-hv-controls {{ display:flex; gap:1.5em; margin-bottom:8px; }}
-#{id} .qkv-hv-controls label {{ font-size:14px; color:#111; }}
-#{id} select {{ font-size:14px; margin-left:.4em; color:#111; background:#fff; }}
-#{id} .qkv-hv-body {{ display:flex; align-items:flex-start; }}
-#{id} ol {{ list-style:none; margin:0; padding:0; }}
-#{id} li {{ height:{row}px; margin:0; padding:0; }}
-#{id} .qkv-hv-token {{ height:{row}px; line-height:{row}px; padding:0 8px;
-  font:14px monospace; color:#111; background:#fff; border:1px solid transparent;
-  border-radius:4px; cursor:pointer; white-space:pre; }}
-#{id} .qkv-hv-left .qkv-hv-token {{ float:right; }}
-#{id} .qkv-hv-token:focus {{ outline:2px solid #3b528b; }}
-#{id} .qkv-hv-token.qkv-hv-active {{ background:#fde725; border-color:#3b528b; }}
-#{id} .qkv-hv-status {{ font-size:14px; min-height:1.4em; margin:8px 0 0;
-  color:#111; }}
-"""
-
-_SCRIPT = """
-  var layerSelect = root.querySelector(".qkv-hv-layer");
-  var headSelect = root.querySelector(".qkv-hv-head");
-  var left = root.querySelectorAll(".qkv-hv-left .qkv-hv-token");
-  var right = root.querySelectorAll(".qkv-hv-right .qkv-hv-token");
-  var svg = root.querySelector(".qkv-hv-lines");
-  var status = root.querySelector(".qkv-hv-status");
-  var NS = "http://www.w3.org/2000/svg";
-  var lang = ((root.closest("[lang]") || document.documentElement)
-    .getAttribute("lang") || "en").slice(0, 2).toLowerCase();
-  var labels = data.labels[lang] || data.labels.en;
-  function weight(x) {
-    var text = x.toFixed(2);
-    return lang === "fr" ? text.replace(".", ",") : text;
-  }
-  root.querySelector(".qkv-hv-layer-name").textContent = labels.layer;
-  root.querySelector(".qkv-hv-head-name").textContent = labels.head;
-  root.querySelector(".qkv-hv-left").setAttribute("aria-label", labels.attending);
-  root.querySelector(".qkv-hv-right").setAttribute("aria-label", labels.attended);
-  var ROW = __ROW__, WIDTH = __WIDTH__, n = data.tokens.length;
-  var active = null;
-
-  function current() {
-    return data.weights[+layerSelect.value][+headSelect.value];
-  }
-
-  function draw() {
-    var w = current();
-    while (svg.firstChild) { svg.removeChild(svg.firstChild); }
-    for (var i = 0; i < n; i++) {
-      if (active !== null && i !== active) { continue; }
-      for (var j = 0; j < n; j++) {
-        var a = w[i][j];
-        if (a < 0.01) { continue; }
-        var line = document.createElementNS(NS, "line");
-        line.setAttribute("x1", 0);
-        line.setAttribute("y1", ROW * i + ROW / 2);
-        line.setAttribute("x2", WIDTH);
-        line.setAttribute("y2", ROW * j + ROW / 2);
-        line.setAttribute("stroke", "#3b528b");
-        line.setAttribute("stroke-width", active === null ? 0.5 + 3 * a : 1 + 10 * a);
-        line.setAttribute("stroke-opacity", active === null ? a : Math.min(1, 0.3 + a));
-        line.setAttribute("class", "qkv-hv-line");
-        svg.appendChild(line);
-      }
-    }
-    for (var k = 0; k < n; k++) {
-      left[k].classList.toggle("qkv-hv-active", k === active);
-      left[k].setAttribute("aria-pressed", k === active ? "true" : "false");
-      var shade = active === null ? 0 : w[active][k];
-      right[k].style.backgroundColor = active === null ? "" :
-        "rgba(94, 201, 98, " + shade.toFixed(3) + ")";
-      right[k].setAttribute("data-weight", active === null ? "" : shade.toFixed(3));
-    }
-    if (active === null) {
-      status.textContent = labels.idle;
-      return;
-    }
-    var order = [];
-    for (var m = 0; m < n; m++) { order.push(m); }
-    order.sort(function (x, y) { return w[active][y] - w[active][x]; });
-    var parts = [];
-    for (var t = 0; t < Math.min(3, n); t++) {
-      parts.push(data.tokens[order[t]] + " " + weight(w[active][order[t]]));
-    }
-    status.textContent = labels.looks.split("{token}").join(data.tokens[active])
-      .split("{top}").join(parts.join(labels.sep));
-  }
-
-  function activate(i) { active = i; draw(); }
-  function release() { active = null; draw(); }
-  for (var i = 0; i < n; i++) {
-    (function (index) {
-      var el = left[index];
-      el.addEventListener("mouseenter", function () { activate(index); });
-      el.addEventListener("focus", function () { activate(index); });
-      el.addEventListener("mouseleave", function () {
-        if (document.activeElement !== el) { release(); }
-      });
-      el.addEventListener("blur", release);
-      el.addEventListener("keydown", function (event) {
-        var step = event.key === "ArrowDown" ? 1 : event.key === "ArrowUp" ? -1 : 0;
-        if (step && left[index + step]) {
-          event.preventDefault();
-          left[index + step].focus();
-        }
-      });
-    })(i);
-  }
-  layerSelect.addEventListener("change", draw);
-  headSelect.addEventListener("change", draw);
-  draw();
-"""
 
 
 class HeadView(Widget):
@@ -210,6 +98,9 @@ class HeadView(Widget):
     root_classes = "qkv-headview"
     live_classes = "qkv-hv-interactive"
     static_classes = "qkv-hv-print"
+    styles = ("headview.css",)
+    scripts = ("headview.js",)
+    build = "qkvHeadView"
 
     def _payload(self) -> dict:
         weights = self.maps.weights[self.layers]  # (layers shown, H, T, T)
@@ -225,6 +116,8 @@ class HeadView(Widget):
             "layers": self.layers,
             "weights": rounded,
             "labels": LABELS,
+            "row_height": ROW_HEIGHT,
+            "lines_width": LINES_WIDTH,
         }
 
     def static_png(self) -> bytes:
@@ -255,12 +148,7 @@ class HeadView(Widget):
         return {lang: self._alt(lang) for lang in LABELS if lang != "en"}
 
     def _css(self, root_id: str) -> str:
-        return _CSS.format(id=root_id, row=ROW_HEIGHT)
-
-    def _script(self) -> str:
-        return _SCRIPT.replace("__ROW__", str(ROW_HEIGHT)).replace(
-            "__WIDTH__", str(LINES_WIDTH)
-        )
+        return f"#{root_id} {{ --qkv-hv-row: {ROW_HEIGHT}px; }}\n"
 
     def _live(self) -> str:
         tokens = [html.escape(t) for t in self.maps.tokens]

@@ -6,7 +6,8 @@ Used by :mod:`qkv.page.headview` (chapter *pretrained-model*) and
 is. What every widget gets from this layer, each tested:
 
 * no network, no CDN, no framework: its CSS and its script are inline, and the
-  script is plain JavaScript that needs nothing else;
+  script is plain JavaScript that needs nothing else (the files of
+  ``qkv/page/static``, linted by ESLint: ``make lint-js``);
 * several widgets on one page do not interfere: each has its own id, and its
   script only touches the elements inside it;
 * text from the caller (words, tokens) cannot run: it is HTML-escaped where it is
@@ -23,45 +24,43 @@ is. What every widget gets from this layer, each tested:
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import html
 import io
 import itertools
 import json
+import re
 import warnings
+from importlib import resources
 
 from qkv.validate import check_index
 
-__all__ = ["Widget", "check_index", "figure_png", "json_for_script"]
+__all__ = ["Widget", "check_index", "figure_png", "json_for_script", "static_text"]
 
 _counter = itertools.count()
 
-#: Shared by every widget (``{id}`` is the root's id): the static figure shows
-#: until the script has built the interactive part, and always in print.
-FRAME_CSS = """
-#{id} [hidden] {{ display:none !important; }}
-#{id} .qkv-w-static {{ display:block; max-width:100%; height:auto; }}
-#{id}.qkv-w-ready .qkv-w-static {{ display:none; }}
-@media print {{
-  #{id} .qkv-w-live {{ display:none !important; }}
-  #{id} .qkv-w-static {{ display:block !important; }}
-}}
-"""
+#: Where the widgets' stylesheets and scripts are: files of this package.
+STATIC = "static"
+#: What a stylesheet writes in place of the root's id (each copy gets its own).
+ROOT_ID_PLACEHOLDER = "#__ID__"
+_SCRIPT_NAME = re.compile(r"[A-Za-z_$][\w$]*")
 
-# Wrapped around each widget's own script: it finds its root by id (once), reads
-# its data, and only shows the interactive part if its code ran to the end.
-_PROLOGUE = """(function () {
-  var root = document.getElementById("__ID__");
-  if (!root || root.getAttribute("data-ready")) { return; }
-  root.setAttribute("data-ready", "1");
-  var data = JSON.parse(root.querySelector(".qkv-w-data").textContent);
-  var live = root.querySelector(".qkv-w-live");
-"""
-_EPILOGUE = """
-  live.hidden = false;
-  root.classList.add("qkv-w-ready");
-})();
-"""
+
+@functools.cache
+def static_text(name: str) -> str:
+    """The text of ``qkv/page/static/<name>``, a stylesheet or a script that a
+    widget inlines in its page (package data, read with :mod:`importlib.resources`).
+
+    Raises:
+        ValueError: if the file holds ``</`` or ``<!--``, which could close the
+            ``<style>`` or ``<script>`` element it is copied into.
+    """
+    text = resources.files("qkv.page").joinpath(STATIC, name).read_text("utf-8")
+    for mark in ("</", "<!--"):
+        if mark in text:
+            raise ValueError(f"{STATIC}/{name} must not hold {mark!r} (it is inlined)")
+    return text
 
 
 def json_for_script(value: object) -> str:
@@ -90,10 +89,15 @@ def figure_png(figure, dpi: int = 90) -> bytes:
 class Widget:
     """One self-contained block of interactive HTML (see the module docstring).
 
-    A subclass gives its data (:meth:`_payload`), its CSS (:meth:`_css`), the
-    markup of its interactive part if it writes it in Python (:meth:`_live`), its
-    script (:meth:`_script`, run with ``root``, ``data`` and ``live`` defined),
-    and its static figure (:meth:`static_png`, :meth:`static_alt`).
+    A subclass gives its data (:meth:`_payload`), its stylesheets and scripts
+    (:attr:`styles`, :attr:`scripts`: files of ``qkv/page/static``), the function
+    of those scripts that builds its interactive part (:attr:`build`), the
+    markup of that part if it writes it in Python (:meth:`_live`), and its static
+    figure (:meth:`static_png`, :meth:`static_alt`).
+
+    Every widget's page gets ``widget.css`` and ``widget.js`` first: its script is
+    its files in one function, which ends with ``qkvWidget(<its root>, build)``
+    (see ``widget.js``), so that it defines nothing outside itself.
     """
 
     #: The id prefix and first class of the root element.
@@ -102,18 +106,21 @@ class Widget:
     root_classes = ""
     live_classes = ""
     static_classes = ""
+    #: Stylesheets (``#__ID__`` stands for the root) and scripts, in ``static/``.
+    styles: tuple[str, ...] = ()
+    scripts: tuple[str, ...] = ()
+    #: The function of :attr:`scripts` called as ``build(root, data, live)``.
+    build = ""
 
     def _payload(self) -> dict:
         raise NotImplementedError
 
     def _css(self, root_id: str) -> str:
+        """CSS written in Python, after the stylesheets (none by default)."""
         return ""
 
     def _live(self) -> str:
         return ""
-
-    def _script(self) -> str:
-        raise NotImplementedError
 
     def static_png(self) -> bytes:
         """The static figure of the initial state, as PNG bytes."""
@@ -139,8 +146,16 @@ class Widget:
             f' data-alt-{lang}="{html.escape(text, quote=True)}"'
             for lang, text in self.static_alts().items()
         )
-        css = FRAME_CSS.format(id=root_id) + self._css(root_id)
-        script = (_PROLOGUE + self._script() + _EPILOGUE).replace("__ID__", root_id)
+        css = "".join(static_text(name) for name in ("widget.css", *self.styles))
+        css = css.replace(ROOT_ID_PLACEHOLDER, f"#{root_id}") + self._css(root_id)
+        if not _SCRIPT_NAME.fullmatch(self.build):
+            raise ValueError(f"build must name a function, got {self.build!r}")
+        script = (
+            "(function () {\n"
+            + "".join(static_text(name) for name in ("widget.js", *self.scripts))
+            + f'qkvWidget(document.getElementById("{root_id}"), {self.build});\n'
+            + "})();"
+        )
         root, live, static = (
             " ".join(c for c in classes if c)
             for classes in (

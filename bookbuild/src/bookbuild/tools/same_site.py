@@ -49,7 +49,15 @@ TIMED_PAGES = {
     "book/build-info": "gives when each chapter was executed and how long it took",
 }
 #: Never copied into the two builds.
-SKIP = {"_build", ".venv", ".git", "__pycache__", ".pytest_cache", ".ruff_cache"}
+SKIP = {
+    "_build",
+    ".venv",
+    ".git",
+    "__pycache__",
+    ".pytest_cache",
+    ".ruff_cache",
+    "node_modules",
+}
 SEARCH_INDEX = "searchindex.js"
 
 

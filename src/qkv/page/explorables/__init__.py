@@ -1,0 +1,53 @@
+"""Explorables: attention you can change in the page, offline, with the book's numbers.
+
+Each function returns a widget (:mod:`qkv.page.widgets`): a chapter calls it in a code
+cell, with data computed by ``qkv``, and the page shows a small interactive
+figure that recomputes every number in the browser as the reader changes an
+input. In print, in a PDF and where scripts do not run, a static figure of the
+initial state stands in.
+
+* :func:`attention_by_hand` (chapter *attention-by-hand*): pick the query word,
+  edit the word vectors; scores, weights (divided by the sum and softmax) and the
+  context vector follow.
+* :func:`scaled_scores` (chapter *scaled-dot-product*): a slider for d_k and a
+  switch for the division by sqrt(d_k), on random queries and keys drawn from a
+  seed by :func:`seeded_normal`, which gives the same numbers in Python.
+* :func:`mask_editor` (chapter *masking*): tick the pairs that may attend, or pick
+  a causal or padding mask; a query that may attend to nothing gets zero weights,
+  as in :func:`qkv.scaled_dot_product_attention`.
+* :func:`rope_offsets` (chapter *positions*): rotate a query and keys by their
+  positions (RoPE); the scores depend only on the offsets.
+
+Conventions, each tested in Chromium against ``qkv`` (to 1e-6):
+
+* the root element has the class ``qkv-explorable`` and, after every change, its
+  current attention weights as JSON in ``data-weights``;
+* standard form controls with labels, usable with the keyboard alone;
+* colours from the page's theme (pydata-sphinx-theme's CSS variables, light and
+  dark), labels in English or French from the page's ``<html lang>``;
+* words are text, never markup: escaped in the data, inserted with
+  ``textContent``.
+
+Each lives in its own module (:mod:`.by_hand`, :mod:`.scaling`, :mod:`.masking`,
+:mod:`.rotary`, with :mod:`.seeded` for :func:`seeded_normal`); its page script
+and the shared runtime and stylesheet are files of ``qkv/page/static``
+(``explorable.js``, ``explorable.css``, one ``.js`` per explorable).
+
+Shapes: T words, D features per word, L queries, S keys, E query/key size.
+"""
+
+from qkv.page.explorables._base import LANGUAGES
+from qkv.page.explorables.by_hand import attention_by_hand
+from qkv.page.explorables.masking import mask_editor
+from qkv.page.explorables.rotary import rope_offsets
+from qkv.page.explorables.scaling import scaled_scores
+from qkv.page.explorables.seeded import seeded_normal
+
+__all__ = [
+    "LANGUAGES",
+    "attention_by_hand",
+    "mask_editor",
+    "rope_offsets",
+    "scaled_scores",
+    "seeded_normal",
+]

@@ -1,0 +1,97 @@
+// What the scripts of the explorables (qkv.page.explorables) share:
+// qkvExplorable(root, data, live) gives the tools an explorable builds with:
+// labels in the page's language (t), element building (el, labelled, title,
+// status), Python's rounding (fmt), softmax, viridis colours (paint), and
+// publish, which writes a value as JSON into a data- attribute of the root.
+
+/* exported qkvExplorable */
+
+function qkvExplorable(root, data, live) {
+  var lang = (data.lang || (root.closest("[lang]") || document.documentElement)
+    .getAttribute("lang") || "en").slice(0, 2).toLowerCase();
+  var labels = data.labels[lang] || data.labels.en;
+  function t(key, values) {
+    var text = labels[key] !== undefined ? labels[key] : data.labels.en[key];
+    for (var name in values || {}) {
+      text = text.split("{" + name + "}").join(String(values[name]));
+    }
+    return text;
+  }
+  var serial = 0;
+  function newId() { serial += 1; return root.id + "-" + serial; }
+  function el(tag, attrs, children) {
+    var node = document.createElement(tag);
+    for (var name in attrs || {}) {
+      var value = attrs[name];
+      if (value === null || value === undefined || value === false) { continue; }
+      node.setAttribute(name, value === true ? "" : String(value));
+    }
+    [].concat(children === undefined ? [] : children).forEach(function (child) {
+      node.appendChild(typeof child === "object" ? child :
+        document.createTextNode(String(child)));
+    });
+    return node;
+  }
+  function fmt(value, decimals) {
+    if (!isFinite(value)) { return "\u2014"; }
+    var power = Math.pow(10, decimals), scaled = Math.abs(value) * power;
+    var floor = Math.floor(scaled);
+    if (scaled - floor === 0.5 && floor % 2 === 0) {
+      // an exact tie: to even, as Python's format (the page) rounds it
+      return (value < 0 ? "-" : "") + (floor / power).toFixed(decimals);
+    }
+    return value.toFixed(decimals);
+  }
+  function softmax(row, allowed) {
+    var best = -Infinity, out = [], total = 0, i;
+    for (i = 0; i < row.length; i++) {
+      if (!allowed || allowed[i]) { best = Math.max(best, row[i]); }
+    }
+    if (best === -Infinity) { return row.map(function () { return 0; }); }
+    for (i = 0; i < row.length; i++) {
+      out.push(!allowed || allowed[i] ? Math.exp(row[i] - best) : 0);
+      total += out[i];
+    }
+    return out.map(function (v) { return v / total; });
+  }
+  var stops = data.cmap.map(function (hex) {
+    return [1, 3, 5].map(function (at) { return parseInt(hex.slice(at, at + 2), 16); });
+  });
+  function paint(cell, value, top) {
+    var x = Math.min(1, Math.max(0, top > 0 ? value / top : 0)) * (stops.length - 1);
+    var i = Math.min(stops.length - 2, Math.floor(x)), f = x - i;
+    var rgb = [0, 1, 2].map(function (c) {
+      return Math.round(stops[i][c] + f * (stops[i + 1][c] - stops[i][c]));
+    });
+    var lum = rgb.map(function (c) {
+      c /= 255;
+      return c <= 0.04045 ? c / 12.92 : Math.pow((c + 0.055) / 1.055, 2.4);
+    });
+    lum = 0.2126 * lum[0] + 0.7152 * lum[1] + 0.0722 * lum[2];
+    cell.style.backgroundColor = "rgb(" + rgb.join(",") + ")";
+    cell.style.color = (lum + 0.05) / 0.05 > 1.05 / (lum + 0.05) ? "#000" : "#fff";
+  }
+  function publish(name, value) {
+    root.setAttribute("data-" + name, JSON.stringify(value));
+  }
+  function title(text) {
+    var node = el("p", {"class": "qkv-x-title", id: newId()}, text);
+    live.setAttribute("role", "group");
+    live.setAttribute("aria-labelledby", node.id);
+    live.appendChild(node);
+  }
+  function labelled(control, text) {
+    control.id = newId();
+    return el("label", {"for": control.id}, text);
+  }
+  function status() {
+    return live.appendChild(el("p", {"class": "qkv-x-status", "aria-live": "polite"}));
+  }
+  function maxOf(rows) {
+    return Math.max.apply(null, [].concat.apply([], rows));
+  }
+  return {
+    t: t, el: el, fmt: fmt, softmax: softmax, paint: paint, publish: publish,
+    title: title, labelled: labelled, status: status, maxOf: maxOf,
+  };
+}

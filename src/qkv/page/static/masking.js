@@ -1,0 +1,130 @@
+// An explorable, the mask (qkv.page.explorables.mask_editor, chapter masking): tick the
+// pairs that may attend, or pick a causal or padding mask; a query that may
+// attend to nothing gets zero weights, as in qkv.
+// Built by qkvWidget (widget.js) with the tools of qkvExplorable (explorable.js).
+
+/* exported qkvMaskEditor */
+/* global qkvExplorable */
+
+function qkvMaskEditor(root, data, live) {
+  var {t, el, fmt, softmax, paint, publish, title, labelled, status, maxOf} =
+    qkvExplorable(root, data, live);
+  var words = data.words, x = data.x, T = words.length, dec = data.decimals;
+  var mask = data.mask.map(function (row) { return row.slice(); });
+  var scores = x.map(function (xi) {  // x @ x.T * scale
+    return x.map(function (xj) {
+      var s = 0;
+      for (var k = 0; k < xi.length; k++) { s += xi[k] * xj[k]; }
+      return s * data.scale;
+    });
+  });
+  title(t("title"));
+  var preset = el("select", {}, data.presets.map(function (name) {
+    return el("option", {value: name}, t("preset_" + name));
+  }));
+  var presetLabel = labelled(preset, t("preset"));
+  var real = el("input", {type: "number", min: 1, max: T, step: 1,
+    value: data.real_words});
+  var realLabel = labelled(real, t("real"));
+  live.appendChild(el("div", {"class": "qkv-x-controls"}, [
+    el("span", {}, [presetLabel, preset]), el("span", {}, [realLabel, real])]));
+  function pattern(name, n) {
+    return words.map(function (_, i) {
+      return words.map(function (_, j) {
+        if (name === "all") { return true; }
+        if (name === "causal") { return j <= i; }
+        if (name === "padding") { return j < n; }
+        return j <= i && j >= T - n;  // causal, padding in front
+      });
+    });
+  }
+  function header(extra) {
+    return el("thead", {}, el("tr", {}, [el("th", {scope: "col"}, t("corner"))]
+      .concat(words.map(function (w) { return el("th", {scope: "col"}, w); }))
+      .concat(extra ? [el("th", {scope: "col"}, extra)] : [])));
+  }
+  var boxes = [], cells = [], sums = [], boxRows = [], weightRows = [];
+  words.forEach(function (query, i) {
+    boxes.push([]);
+    cells.push([]);
+    var boxRow = [el("th", {scope: "row"}, query)];
+    var weightRow = [el("th", {scope: "row"}, query)];
+    words.forEach(function (key, j) {
+      var box = el("input", {type: "checkbox",
+        "aria-label": t("may", {query: query, key: key})});
+      box.checked = mask[i][j];
+      box.addEventListener("change", function () {
+        mask[i][j] = box.checked;
+        preset.value = "custom";
+        update();
+      });
+      box.addEventListener("keydown", function (event) {
+        var moves = {ArrowLeft: [0, -1], ArrowRight: [0, 1], ArrowUp: [-1, 0],
+          ArrowDown: [1, 0]}, move = moves[event.key];
+        if (!move) { return; }
+        var target = (boxes[i + move[0]] || [])[j + move[1]];
+        if (target) { event.preventDefault(); target.focus(); }
+      });
+      boxes[i].push(box);
+      boxRow.push(el("td", {"class": "qkv-x-box"}, box));
+      cells[i].push(el("td"));
+      weightRow.push(cells[i][j]);
+    });
+    sums.push(el("td"));
+    weightRow.push(sums[i]);
+    boxRows.push(el("tr", {}, boxRow));
+    weightRows.push(el("tr", {}, weightRow));
+  });
+  live.appendChild(el("div", {"class": "qkv-x-grids"}, [
+    el("table", {}, [el("caption", {}, t("maskCaption")), header(),
+      el("tbody", {}, boxRows)]),
+    el("table", {}, [el("caption", {}, t("weightsCaption")), header(t("rowSum")),
+      el("tbody", {}, weightRows)])]));
+  var note = status();
+
+  function same(a, b) { return JSON.stringify(a) === JSON.stringify(b); }
+  function count() {
+    var n = Math.round(real.valueAsNumber);
+    if (!(n >= 1 && n <= T)) { real.setAttribute("aria-invalid", "true"); return null; }
+    real.removeAttribute("aria-invalid");
+    return n;
+  }
+  function apply() {
+    var n = count();
+    if (preset.value === "custom" || n === null) { return; }
+    mask = pattern(preset.value, n);
+    boxes.forEach(function (row, i) {
+      row.forEach(function (box, j) { box.checked = mask[i][j]; });
+    });
+  }
+  function update() {
+    var weights = [], empty = [];
+    words.forEach(function (query, i) {
+      weights.push(softmax(scores[i], mask[i]));  // a row with no key: zeros, as qkv
+      if (mask[i].indexOf(true) < 0) { empty.push(t("quoted", {word: query})); }
+    });
+    var top = maxOf(weights);
+    weights.forEach(function (row, i) {
+      row.forEach(function (w, j) {
+        cells[i][j].textContent = fmt(w, dec);
+        cells[i][j].className = mask[i][j] ? "" : "qkv-x-off";
+        cells[i][j].style.backgroundColor = "";
+        cells[i][j].style.color = "";
+        if (mask[i][j]) { paint(cells[i][j], w, top); }
+      });
+      sums[i].textContent = fmt(row.reduce(function (a, b) { return a + b; }, 0), dec);
+    });
+    note.textContent = empty.length ? t("empty", {words: empty.join(", ")}) : "";
+    publish("weights", weights);
+    publish("mask", mask);
+  }
+  preset.addEventListener("change", function () { apply(); update(); });
+  real.addEventListener("input", function () { apply(); update(); });
+  preset.value = "custom";
+  data.presets.slice(1).forEach(function (name) {
+    if (preset.value === "custom" && same(pattern(name, data.real_words), mask)) {
+      preset.value = name;
+    }
+  });
+  update();
+}
