@@ -102,6 +102,7 @@ def caches(root: Path) -> list[Path]:
 
 
 @pytest.mark.slow
+@pytest.mark.build
 def test_editing_the_package_reexecutes_and_prose_does_not(tmp_path):
     executed, html = rebuild(tmp_path, "first", "Some prose.")
     assert executed and "value: first" in html
@@ -150,6 +151,7 @@ The other page found {glue:text}`computing.md::answer:d`.
 
 
 @pytest.mark.slow
+@pytest.mark.build
 def test_a_page_pasting_glued_values_follows_the_page_that_computes_them(tmp_path):
     extensions = "    - bookbuild.execute.cache\n"
     config = CONFIG.replace(

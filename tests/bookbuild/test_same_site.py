@@ -186,6 +186,7 @@ def two_builds(tmp_path_factory):
 pytestmark = pytest.mark.slow
 
 
+@pytest.mark.build
 def test_two_clean_builds_give_the_same_site(two_builds):
     folder, builds = two_builds
     differences = compare_sites(builds["a"].html, builds["b"].html, timed={})
@@ -194,6 +195,7 @@ def test_two_clean_builds_give_the_same_site(two_builds):
     assert len(list((builds["a"].html / "_images").iterdir())) == 2  # shown, glued
 
 
+@pytest.mark.build
 def test_the_pages_show_what_the_kernels_were_set_up_for(two_builds):
     _, builds = two_builds
     page = (builds["a"].html / "chapter.html").read_text(encoding="utf-8")
@@ -211,6 +213,7 @@ def test_the_pages_show_what_the_kernels_were_set_up_for(two_builds):
     assert "one attends\ntwo attends\nthree attends\n" in text
 
 
+@pytest.mark.build
 def test_no_machine_path_in_the_site(two_builds):
     folder, builds = two_builds
     for name, result in builds.items():
@@ -219,6 +222,7 @@ def test_no_machine_path_in_the_site(two_builds):
             assert "/site-packages/" not in text, f"{name}/{path} holds a path"
 
 
+@pytest.mark.build
 def test_the_build_log_is_quiet(two_builds):
     _, builds = two_builds
     log = builds["a"].output
@@ -228,6 +232,7 @@ def test_the_build_log_is_quiet(two_builds):
         assert noise not in log, f"{noise!r} in the build log"
 
 
+@pytest.mark.build
 def test_an_incremental_build_keeps_the_search_index_and_drops_stale_images(
     two_builds,
 ):
@@ -269,6 +274,7 @@ REAL_BOOK = os.environ.get("CI") == "true" or os.environ.get("QKV_SAME_SITE") ==
     reason="two cold builds of the book (minutes): runs in CI, or with "
     "QKV_SAME_SITE=1, or as `make same-site`",
 )
+@pytest.mark.build
 def test_the_real_book_builds_the_same_site_twice(capsys):
     assert set(TIMED_PAGES) <= set(_pages()), "a timed page left the book"
     code = same_site.main([str(ROOT)])

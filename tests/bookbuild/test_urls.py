@@ -115,6 +115,7 @@ def small_book(folder: Path, repository: str, site: str) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.build
 def test_with_addresses_the_pages_link_out_and_without_they_do_not(tmp_path):
     for name, repository, site in [("local", "", ""), ("public", REPOSITORY, SITE)]:
         book = small_book(tmp_path / name, repository, site)

@@ -311,12 +311,12 @@ def test_switching_a_head_off_equals_zeroing_its_values():
 
 
 def test_short_training_is_deterministic_and_reports_everything():
-    first = toy.train(seed=0, steps=20, n_heldout=50)
-    second = toy.train(seed=0, steps=20, n_heldout=50)
-    assert first.history == second.history and len(first.history) == 20
+    first = toy.train(seed=0, steps=8, n_heldout=50)
+    second = toy.train(seed=0, steps=8, n_heldout=50)
+    assert first.history == second.history and len(first.history) == 8
     assert first.attention_after == second.attention_after
     assert set(first.grad_norms) == {"W_q", "W_k", "W_v", "W_o"}
-    assert all(len(v) == 20 and min(v) > 0 for v in first.grad_norms.values())
+    assert all(len(v) == 8 and min(v) > 0 for v in first.grad_norms.values())
     assert 0.0 <= first.accuracy <= 1.0 and 0 <= first.head < 2
     assert first.seconds > 0 and first.cpu_seconds > 0
     # The untrained copy is the model as it was: different from the trained one,
@@ -324,7 +324,7 @@ def test_short_training_is_deterministic_and_reports_everything():
     trained = first.model.attention.W_q.weight
     assert not torch.equal(first.initial_model.attention.W_q.weight, trained)
     assert not first.initial_model.position_embedding.weight.any()
-    assert toy.train(seed=1, steps=20, n_heldout=50).history != first.history
+    assert toy.train(seed=1, steps=8, n_heldout=50).history != first.history
 
 
 def test_mean_pooling_trains_only_the_projections_it_uses():
