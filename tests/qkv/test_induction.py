@@ -151,12 +151,14 @@ def test_measure_scores_a_hand_made_induction_circuit():
             logits[b, t] = 0.0
             logits[b, t, 0] = 1.0 if nxt[b, t] != 0 else -1.0
     found = measure(FixedAttention(weights, logits), batch)
-    assert found.first_accuracy == 0.0 and found.repeat_accuracy == 1.0
+    assert found.first_accuracy == pytest.approx(0.0)
+    assert found.repeat_accuracy == pytest.approx(1.0)
     assert found.induction_scores.shape == (2, 4)
-    assert found.induction_scores[1, 2] == 1.0
-    assert found.previous_token_scores[0, 0] == 1.0
+    assert float(found.induction_scores[1, 2]) == pytest.approx(1.0)
+    assert float(found.previous_token_scores[0, 0]) == pytest.approx(1.0)
     assert found.previous_token_scores[0, 1] == pytest.approx(1 / (SEQ_LEN - 1))
-    assert found.sink_scores[0, 1] == 1.0 and found.sink_scores[0, 0] < 0.1
+    assert float(found.sink_scores[0, 1]) == pytest.approx(1.0)
+    assert found.sink_scores[0, 0] < 0.1
     expected = sum(1 / (t + 1) for t in range(1, SEQ_LEN)) / (SEQ_LEN - 1)
     assert found.uniform_sink == pytest.approx(expected)
 
