@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from bookbuild.tools.testing import BuildResult, build_book
+from bookbuild.tools.testing import BuildResult, build_book, write_small_book
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -84,3 +84,16 @@ def student_site(built_book):
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     assert "Executed notebook" not in done.stdout  # the cache is shared
     return out / "_build" / "html"
+
+
+@pytest.fixture
+def small_book(tmp_path):
+    """A small book written into ``tmp_path`` (or ``tmp_path / folder``): call it
+    with the pages and options of ``bookbuild.tools.testing.write_small_book``
+    (``folder=`` for a second book of the same test); it returns the book's
+    folder. A test using it is marked ``build``."""
+
+    def write(pages: dict[str, str], *, folder: str = "", **options) -> Path:
+        return write_small_book(tmp_path / folder, pages, **options)
+
+    return write

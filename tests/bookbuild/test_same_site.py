@@ -23,24 +23,13 @@ import pytest
 from bookbuild.site.stale_files import referenced_images
 from bookbuild.tools import same_site
 from bookbuild.tools.same_site import TIMED_PAGES, compare_sites
-from bookbuild.tools.testing import build_book
+from bookbuild.tools.testing import MYST_NOTEBOOK, build_book, write_small_book
 
 ROOT = Path(__file__).resolve().parents[2]
 
-HEADER = """\
----
-jupytext:
-  text_representation:
-    format_name: myst
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-"""
 
 CHAPTER = (
-    HEADER
+    MYST_NOTEBOOK
     + """
 (chapter)=
 # A chapter
@@ -107,23 +96,15 @@ value
 ```
 """
 
-CONFIG = """\
-title: same site test
-only_build_toc_files: true
-execute:
-  execute_notebooks: cache
-sphinx:
-  extra_extensions:
-    - bookbuild.site.quiet
-    - bookbuild.execute.kernel_config
-    - bookbuild.execute.cache
-    - bookbuild.site.notebooks
-    - bookbuild.site.search_index
-    - bookbuild.site.stale_files
-    - bookbuild.site.accessibility
-  config:
-    dependency_cache_paths: []
-"""
+EXTENSIONS = [
+    "bookbuild.site.quiet",
+    "bookbuild.execute.kernel_config",
+    "bookbuild.execute.cache",
+    "bookbuild.site.notebooks",
+    "bookbuild.site.search_index",
+    "bookbuild.site.stale_files",
+    "bookbuild.site.accessibility",
+]
 
 TOC = """\
 format: jb-book
@@ -140,13 +121,18 @@ parts:
 
 
 def write_book(root: Path, prose: str = "Some prose.", scale: float = 1.0) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "_config.yml").write_text(CONFIG)
-    (root / "_toc.yml").write_text(TOC)
-    (root / "intro.md").write_text("# A small book\n\nIts introduction.\n")
-    (root / "glossary.md").write_text(GLOSSARY)
-    (root / "chapter.md").write_text(CHAPTER.format(prose=prose, scale=scale))
-    return root
+    return write_small_book(
+        root,
+        {
+            "intro": "# A small book\n\nIts introduction.\n",
+            "glossary": GLOSSARY,
+            "chapter": CHAPTER.format(prose=prose, scale=scale),
+        },
+        title="same site test",
+        toc=TOC,
+        extensions=EXTENSIONS,
+        sphinx_config="dependency_cache_paths: []",
+    )
 
 
 def edit_chapter(root: Path, prose: str, scale: float = 1.0) -> None:
