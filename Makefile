@@ -124,7 +124,7 @@ check: $(INSTALLED) lint-js
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m bookbuild.tools.chapter_code check
-	$(BIN)/python -m pytest -m "$(CHECK_TESTS)" -n 2 -q
+	$(BIN)/python -m pytest -m "$(CHECK_TESTS)" -n 2 -q --durations=15
 
 # Everything, as CI runs it (.ci/run), before a pull request.
 test: $(INSTALLED) lint-js
