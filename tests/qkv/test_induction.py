@@ -204,6 +204,7 @@ def trained():
     return train(seed=0)
 
 
+# slow: the chapter's full training run (fixture trained), whose claims it checks
 @pytest.mark.slow
 def test_seed_0_learns_induction_heads(trained):
     result = trained
@@ -221,6 +222,7 @@ def test_seed_0_learns_induction_heads(trained):
     assert before.previous_token_scores[0].max() < 0.2
 
 
+# slow: the chapter's full training run (fixture trained), whose claims it checks
 @pytest.mark.slow
 def test_the_copy_needs_the_previous_token_head(trained):
     """Removing the previous-token head of layer 0 breaks the copy; removing the
@@ -237,6 +239,7 @@ def test_the_copy_needs_the_previous_token_head(trained):
     assert accuracy[previous] < 0.7 < 0.9 < accuracy[1 - previous]
 
 
+# slow: the chapter's full training run (fixture trained), whose claims it checks
 @pytest.mark.slow
 def test_training_is_deterministic_end_to_end(trained):
     again = train(seed=0)

@@ -348,6 +348,7 @@ def test_missed_targets_names_each_target():
     assert result.missed_targets() == ["before_vs_uniform"]
 
 
+# slow: the chapter's full training run, whose targets it checks
 @pytest.mark.slow
 @pytest.mark.parametrize("num_heads", [1, 2])
 def test_full_training_meets_the_chapter_targets(num_heads):
@@ -367,6 +368,7 @@ def test_full_training_meets_the_chapter_targets(num_heads):
     assert toy.accuracy_without_heads(result.model, batch, [head]) < 0.7
 
 
+# slow: the chapter's baselines, each trained in full
 @pytest.mark.slow
 def test_models_without_word_order_stay_near_chance():
     results = toy.baselines(seed=0)
@@ -377,6 +379,7 @@ def test_models_without_word_order_stay_near_chance():
         assert results[name] <= results["best bag of words"] + 0.05
 
 
+# slow: a full training run, for the chapter's claim about it
 @pytest.mark.slow
 def test_without_lone_subjects_one_head_learns_the_opposite_of_the_others():
     # Measured: seeds 0 to 3 all end near 0.73, seed 4 finds the subject.
@@ -386,6 +389,7 @@ def test_without_lone_subjects_one_head_learns_the_opposite_of_the_others():
     assert shares["other animal"][0] >= 0.5  # measured: 0.72
 
 
+# slow: a full training run, for the chapter's claim about it
 @pytest.mark.slow
 def test_with_positions_in_the_values_a_head_can_be_right_and_lopsided():
     # Measured: 9 of the one-head models of seeds 5 to 24 give the subject less
