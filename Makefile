@@ -1,12 +1,21 @@
 # Two commands on a fresh machine with Python 3.11, 3.12 or 3.13 and make:
 #   make book   build the site into _build/html, the French one into
 #               _build/html/fr (strict: a warning fails it)
-#   make test   every check: ruff, then pytest (package, book, browser)
-# and:  make serve (the built site on http://127.0.0.1:8000), make clean,
+#   make test   every check, as CI runs it: ruff, the chapters' code, the
+#               JavaScript linter, then every test (package, book, browser)
+# and:  make check (the fast tier, after every change: ruff, the chapters' code,
+#       the JavaScript linter and every test that builds no book and starts no
+#       browser, in about a minute), make lint-js (the JavaScript linter),
+#       make serve (the built site on http://127.0.0.1:8000), make clean,
 #       make pdf (a PDF handout per chapter), make bench (build timings),
-#       make bench-toy (the trained toy model), make same-site (two clean
+#       make bench-toy (the trained toy model), make bench-models (the vision
+#       and translation models against their targets), make bench-attention
+#       (qkv's fast path against PyTorch's), make same-site (two clean
 #       builds compared file by file),
-#       make translations (refresh the catalogues of locales/, print their state).
+#       make translations (refresh the catalogues of locales/, print their state),
+#       make lock (requirements.txt resolved into requirements.lock),
+#       make addresses and make notebooks-branch (for the publishing workflow),
+#       make print-VARIABLE (a variable's value).
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
@@ -38,7 +47,7 @@ TORCH_FROM ?= $(strip \
 # Kernels inherit the environment: a headless MPLBACKEND would hide every figure.
 unexport MPLBACKEND
 
-.PHONY: book test serve clean bench bench-toy bench-attention bench-models pdf lock addresses notebooks-branch same-site translations
+.PHONY: book check test lint-js serve clean bench bench-toy bench-attention bench-models pdf lock addresses notebooks-branch same-site translations
 
 # Every package at the version of requirements.lock (uv installs them in
 # seconds), torch as above, and the book's two packages (qkv, bookbuild) editable.
@@ -107,10 +116,22 @@ translations: $(INSTALLED)
 	$(BIN)/python -P -m bookbuild.execute.prefill
 	$(BIN)/python -m bookbuild.i18n.translations update
 
-test: $(INSTALLED)
+# The fast tier, after every change (CONTRIBUTING.md): the linters, then every
+# test that builds no book (not even a small one) and starts no browser, on two
+# workers. Markers (pyproject.toml): build, browser, slow; book implies build.
+CHECK_TESTS := not build and not browser and not slow
+check: $(INSTALLED) lint-js
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest
+	$(BIN)/python -m bookbuild.tools.chapter_code check
+	$(BIN)/python -m pytest -m "$(CHECK_TESTS)" -n 2 -q --durations=15
+
+# Everything, as CI runs it (.ci/run), before a pull request.
+test: $(INSTALLED) lint-js
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python -m bookbuild.tools.chapter_code check
+	$(BIN)/python -m pytest --durations=15
 
 serve: book
 	@echo "Serving _build/html on http://127.0.0.1:$(PORT) (Ctrl-C to stop)"
@@ -160,6 +181,5 @@ $(NODE_INSTALLED): package-lock.json package.json
 	@npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-.PHONY: lint-js
 lint-js: $(NODE_INSTALLED)
 	node_modules/.bin/eslint --max-warnings 0 $(JS_FILES)

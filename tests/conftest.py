@@ -1,5 +1,11 @@
 """Shared fixtures: the book, built once per test session (incrementally, cached);
-and the same random state at the start of every test."""
+and the same random state at the start of every test.
+
+Tiers (see CONTRIBUTING.md): ``make check`` runs every test that builds no book
+and starts no browser, selected by ``-m "not build and not browser and not slow"``;
+``make test`` runs them all. A test that builds a book, the whole one or a small
+one, is marked ``build`` here, from the fixtures it uses (BUILD_FIXTURES), or by
+hand with ``@pytest.mark.build`` when it calls ``build_book`` itself."""
 
 from __future__ import annotations
 
@@ -11,9 +17,32 @@ from pathlib import Path
 
 import pytest
 
-from bookbuild.tools.testing import BuildResult, build_book
+from bookbuild.tools.testing import BuildResult, build_book, write_small_book
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+# Fixtures that build a book (the real one or a small one in tmp): a test using
+# one of them, directly or through another fixture, is marked ``build``.
+BUILD_FIXTURES = {"built_book", "student_site", "small_book", "small_book_built"}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist (``make check``: two workers on two cores), one torch
+    thread per worker: two workers of two threads each would fight for the cores."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        import torch
+
+        torch.set_num_threads(1)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark ``build`` every test that uses a fixture building a book; a test
+    marked ``book`` (checks of the built book) builds it too."""
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if fixtures & BUILD_FIXTURES or item.get_closest_marker("book"):
+            item.add_marker(pytest.mark.build)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -55,3 +84,16 @@ def student_site(built_book):
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     assert "Executed notebook" not in done.stdout  # the cache is shared
     return out / "_build" / "html"
+
+
+@pytest.fixture
+def small_book(tmp_path):
+    """A small book written into ``tmp_path`` (or ``tmp_path / folder``): call it
+    with the pages and options of ``bookbuild.tools.testing.write_small_book``
+    (``folder=`` for a second book of the same test); it returns the book's
+    folder. A test using it is marked ``build``."""
+
+    def write(pages: dict[str, str], *, folder: str = "", **options) -> Path:
+        return write_small_book(tmp_path / folder, pages, **options)
+
+    return write

@@ -114,9 +114,8 @@ def test_the_lock_is_complete_written_by_a_tool_and_refreshed_by_one_command():
         dist.metadata["Name"].lower().replace("_", "-")
         for dist in metadata.distributions()
     }
-    assert installed - locked <= {"torch", "qkv", "bookbuild", "pip"}, (
-        installed - locked
-    )
+    unlocked = installed - locked
+    assert unlocked <= {"torch", "qkv", "bookbuild", "pip"}, unlocked
     assert "make lock" in (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
 
 

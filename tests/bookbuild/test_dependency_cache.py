@@ -14,25 +14,13 @@ from pathlib import Path
 import pytest
 
 from bookbuild.execute.cache import dependency_hash
-from bookbuild.tools.testing import build_book
+from bookbuild.tools.testing import MYST_NOTEBOOK, build_book, write_small_book
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# The front matter that makes a MyST file a notebook (no braces: format-safe).
-HEADER = """\
----
-jupytext:
-  text_representation:
-    format_name: myst
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-"""
 
 PAGE = (
-    HEADER
+    MYST_NOTEBOOK
     + """
 # Page
 
@@ -45,25 +33,20 @@ print("value:", Path("pkg/value.txt").read_text().strip())
 """
 )
 
-CONFIG = """\
-title: cache test
-only_build_toc_files: true
-execute:
-  execute_notebooks: cache
-sphinx:
-  extra_extensions:
-    - bookbuild.execute.cache
-  config:
-    dependency_cache_paths: [pkg]
-"""
+EXTENSIONS = ["bookbuild.execute.cache"]
+SPHINX_CONFIG = "dependency_cache_paths: [pkg]"
 
 
 def write_book(root: Path, value: str, prose: str = "Some prose.") -> None:
-    (root / "pkg").mkdir(exist_ok=True)
-    (root / "pkg" / "value.txt").write_text(value)
-    (root / "_config.yml").write_text(CONFIG)
-    (root / "_toc.yml").write_text("format: jb-book\nroot: page\n")
-    (root / "page.md").write_text(PAGE.format(prose=prose))
+    write_small_book(
+        root,
+        {"page": PAGE.format(prose=prose)},
+        title="cache test",
+        toc="format: jb-book\nroot: page\n",
+        extensions=EXTENSIONS,
+        sphinx_config=SPHINX_CONFIG,
+        files={"pkg/value.txt": value},
+    )
 
 
 def page_html(root: Path) -> str:
@@ -102,6 +85,7 @@ def caches(root: Path) -> list[Path]:
 
 
 @pytest.mark.slow
+@pytest.mark.build
 def test_editing_the_package_reexecutes_and_prose_does_not(tmp_path):
     executed, html = rebuild(tmp_path, "first", "Some prose.")
     assert executed and "value: first" in html
@@ -126,7 +110,7 @@ def test_editing_the_package_reexecutes_and_prose_does_not(tmp_path):
 
 
 COMPUTING_PAGE = (
-    HEADER
+    MYST_NOTEBOOK
     + """
 # Computing
 
@@ -140,7 +124,7 @@ The answer is {{glue:text}}`answer`.
 )
 
 PASTING_PAGE = (
-    HEADER
+    MYST_NOTEBOOK
     + """
 # Pasting
 
@@ -150,21 +134,20 @@ The other page found {glue:text}`computing.md::answer:d`.
 
 
 @pytest.mark.slow
-def test_a_page_pasting_glued_values_follows_the_page_that_computes_them(tmp_path):
-    extensions = "    - bookbuild.execute.cache\n"
-    config = CONFIG.replace(
-        extensions, extensions + "    - bookbuild.site.glue_dependencies\n"
+@pytest.mark.build
+def test_a_page_pasting_glued_values_follows_the_page_that_computes_them(small_book):
+    root = small_book(
+        {"pasting": PASTING_PAGE},
+        title="cache test",
+        toc="format: jb-book\nroot: computing\nchapters:\n- file: pasting\n",
+        extensions=[*EXTENSIONS, "bookbuild.site.glue_dependencies"],
+        sphinx_config=SPHINX_CONFIG,
     )
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "_config.yml").write_text(config)
-    (tmp_path / "_toc.yml").write_text(
-        "format: jb-book\nroot: computing\nchapters:\n- file: pasting\n"
-    )
-    (tmp_path / "pasting.md").write_text(PASTING_PAGE)
-    pasting = tmp_path / "_build" / "html" / "pasting.html"
+    (root / "pkg").mkdir()
+    pasting = root / "_build" / "html" / "pasting.html"
     for value in (41, 42):
-        (tmp_path / "computing.md").write_text(COMPUTING_PAGE.format(value=value))
-        build = build_book(tmp_path)
+        (root / "computing.md").write_text(COMPUTING_PAGE.format(value=value))
+        build = build_book(root)
         assert build.returncode == 0, build.output[-3000:]
         text = re.sub(r"<[^>]+>", "", pasting.read_text(encoding="utf-8"))
         assert f"The other page found {value}." in text

@@ -22,24 +22,13 @@ import pytest
 from babel.messages.pofile import read_po, write_po
 
 from bookbuild.i18n.messages import NBSP, NNBSP
-from bookbuild.tools.testing import build_book
+from bookbuild.tools.testing import MYST_NOTEBOOK, build_book, write_small_book
 
 pytestmark = [pytest.mark.book, pytest.mark.slow]
 
-HEADER = """\
----
-jupytext:
-  text_representation:
-    format_name: myst
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-"""
 
 LESSON = (
-    HEADER
+    MYST_NOTEBOOK
     + """
 # Lesson
 
@@ -141,21 +130,13 @@ parts:
       - file: lesson
 """
 
-CONFIG = """\
-title: gaps
-only_build_toc_files: true
-execute:
-  execute_notebooks: cache
-sphinx:
-  extra_extensions:
-    - sphinx_exercise
-    - bookbuild.i18n.languages
-  config:
-    numfig: true
-    locale_dirs: [locales]
-    gettext_compact: false
-    book_languages: {en: English, fr: Français}
-    book_translated: {fr: all}
+EXTENSIONS = ["sphinx_exercise", "bookbuild.i18n.languages"]
+SPHINX_CONFIG = """\
+numfig: true
+locale_dirs: [locales]
+gettext_compact: false
+book_languages: {en: English, fr: Français}
+book_translated: {fr: all}
 """
 
 FRENCH = {
@@ -214,12 +195,15 @@ def run(root: Path, *args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def book(tmp_path_factory):
-    root = tmp_path_factory.mktemp("gaps")
-    (root / "_config.yml").write_text(CONFIG)
-    (root / "_toc.yml").write_text(TOC)
-    (root / "index.md").write_text(INDEX)
-    (root / "lesson.md").write_text(LESSON)
-    (root / "square.svg").write_text(SQUARE)
+    root = write_small_book(
+        tmp_path_factory.mktemp("gaps"),
+        {"index": INDEX, "lesson": LESSON},
+        title="gaps",
+        toc=TOC,
+        extensions=EXTENSIONS,
+        sphinx_config=SPHINX_CONFIG,
+        files={"square.svg": SQUARE},
+    )
     extracted = run(root, "extract")
     assert extracted.returncode == 0, extracted.stdout[-3000:] + extracted.stderr
     pots = {p.stem: p for p in (root / "_build" / "gettext").glob("*.pot")}

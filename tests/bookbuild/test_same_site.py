@@ -23,24 +23,13 @@ import pytest
 from bookbuild.site.stale_files import referenced_images
 from bookbuild.tools import same_site
 from bookbuild.tools.same_site import TIMED_PAGES, compare_sites
-from bookbuild.tools.testing import build_book
+from bookbuild.tools.testing import MYST_NOTEBOOK, build_book, write_small_book
 
 ROOT = Path(__file__).resolve().parents[2]
 
-HEADER = """\
----
-jupytext:
-  text_representation:
-    format_name: myst
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-"""
 
 CHAPTER = (
-    HEADER
+    MYST_NOTEBOOK
     + """
 (chapter)=
 # A chapter
@@ -107,23 +96,15 @@ value
 ```
 """
 
-CONFIG = """\
-title: same site test
-only_build_toc_files: true
-execute:
-  execute_notebooks: cache
-sphinx:
-  extra_extensions:
-    - bookbuild.site.quiet
-    - bookbuild.execute.kernel_config
-    - bookbuild.execute.cache
-    - bookbuild.site.notebooks
-    - bookbuild.site.search_index
-    - bookbuild.site.stale_files
-    - bookbuild.site.accessibility
-  config:
-    dependency_cache_paths: []
-"""
+EXTENSIONS = [
+    "bookbuild.site.quiet",
+    "bookbuild.execute.kernel_config",
+    "bookbuild.execute.cache",
+    "bookbuild.site.notebooks",
+    "bookbuild.site.search_index",
+    "bookbuild.site.stale_files",
+    "bookbuild.site.accessibility",
+]
 
 TOC = """\
 format: jb-book
@@ -140,13 +121,18 @@ parts:
 
 
 def write_book(root: Path, prose: str = "Some prose.", scale: float = 1.0) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "_config.yml").write_text(CONFIG)
-    (root / "_toc.yml").write_text(TOC)
-    (root / "intro.md").write_text("# A small book\n\nIts introduction.\n")
-    (root / "glossary.md").write_text(GLOSSARY)
-    (root / "chapter.md").write_text(CHAPTER.format(prose=prose, scale=scale))
-    return root
+    return write_small_book(
+        root,
+        {
+            "intro": "# A small book\n\nIts introduction.\n",
+            "glossary": GLOSSARY,
+            "chapter": CHAPTER.format(prose=prose, scale=scale),
+        },
+        title="same site test",
+        toc=TOC,
+        extensions=EXTENSIONS,
+        sphinx_config="dependency_cache_paths: []",
+    )
 
 
 def edit_chapter(root: Path, prose: str, scale: float = 1.0) -> None:
@@ -186,6 +172,7 @@ def two_builds(tmp_path_factory):
 pytestmark = pytest.mark.slow
 
 
+@pytest.mark.build
 def test_two_clean_builds_give_the_same_site(two_builds):
     folder, builds = two_builds
     differences = compare_sites(builds["a"].html, builds["b"].html, timed={})
@@ -194,6 +181,7 @@ def test_two_clean_builds_give_the_same_site(two_builds):
     assert len(list((builds["a"].html / "_images").iterdir())) == 2  # shown, glued
 
 
+@pytest.mark.build
 def test_the_pages_show_what_the_kernels_were_set_up_for(two_builds):
     _, builds = two_builds
     page = (builds["a"].html / "chapter.html").read_text(encoding="utf-8")
@@ -211,6 +199,7 @@ def test_the_pages_show_what_the_kernels_were_set_up_for(two_builds):
     assert "one attends\ntwo attends\nthree attends\n" in text
 
 
+@pytest.mark.build
 def test_no_machine_path_in_the_site(two_builds):
     folder, builds = two_builds
     for name, result in builds.items():
@@ -219,6 +208,7 @@ def test_no_machine_path_in_the_site(two_builds):
             assert "/site-packages/" not in text, f"{name}/{path} holds a path"
 
 
+@pytest.mark.build
 def test_the_build_log_is_quiet(two_builds):
     _, builds = two_builds
     log = builds["a"].output
@@ -228,6 +218,7 @@ def test_the_build_log_is_quiet(two_builds):
         assert noise not in log, f"{noise!r} in the build log"
 
 
+@pytest.mark.build
 def test_an_incremental_build_keeps_the_search_index_and_drops_stale_images(
     two_builds,
 ):
@@ -269,6 +260,7 @@ REAL_BOOK = os.environ.get("CI") == "true" or os.environ.get("QKV_SAME_SITE") ==
     reason="two cold builds of the book (minutes): runs in CI, or with "
     "QKV_SAME_SITE=1, or as `make same-site`",
 )
+@pytest.mark.build
 def test_the_real_book_builds_the_same_site_twice(capsys):
     assert set(TIMED_PAGES) <= set(_pages()), "a timed page left the book"
     code = same_site.main([str(ROOT)])

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,7 @@ from bookbuild.site.urls import (
     set_addresses,
     set_project_urls,
 )
-from bookbuild.tools.testing import build_book
+from bookbuild.tools.testing import MYST_NOTEBOOK, build_book
 
 ROOT = Path(__file__).resolve().parents[2]
 REPOSITORY = "https://github.com/example-org/attention-book"
@@ -65,16 +64,9 @@ def test_launch_links_need_a_github_repository():
     assert links["Binder"].startswith("https://mybinder.org/v2/gh/example-org/")
 
 
-CHAPTER = """\
----
-jupytext:
-  text_representation:
-    format_name: myst
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
+CHAPTER = (
+    MYST_NOTEBOOK
+    + """
 
 (lesson)=
 # A lesson
@@ -83,41 +75,42 @@ kernelspec:
 print(6 * 7)
 ```
 """
+)
 
-CONFIG = """\
-title: urls test
-only_build_toc_files: true
-execute:
-  execute_notebooks: cache
-repository:
-  url: "{repository}"
-html:
-  baseurl: "{site}"
-sphinx:
-  extra_extensions:
-    - bookbuild.site.urls
-    - bookbuild.site.citation
-    - bookbuild.site.notebooks
+EXTENSIONS = [
+    "bookbuild.site.urls",
+    "bookbuild.site.citation",
+    "bookbuild.site.notebooks",
+]
+TOC = """\
+format: jb-book
+root: intro
+parts:
+- caption: Lessons
+  numbered: true
+  chapters:
+  - file: lesson
 """
 
 
-def small_book(folder: Path, repository: str, site: str) -> Path:
-    folder.mkdir()
-    (folder / "_config.yml").write_text(CONFIG.format(repository=repository, site=site))
-    (folder / "_toc.yml").write_text(
-        "format: jb-book\nroot: intro\nparts:\n- caption: Lessons\n  numbered: true\n"
-        "  chapters:\n  - file: lesson\n"
-    )
-    (folder / "intro.md").write_text("# Intro\n\nThe start.\n")
-    (folder / "lesson.md").write_text(CHAPTER)
-    shutil.copy2(ROOT / "CITATION.cff", folder / "CITATION.cff")
-    return folder
+def addresses(repository: str, site: str) -> str:
+    return f'repository:\n  url: "{repository}"\nhtml:\n  baseurl: "{site}"'
 
 
 @pytest.mark.slow
-def test_with_addresses_the_pages_link_out_and_without_they_do_not(tmp_path):
+@pytest.mark.build
+def test_with_addresses_the_pages_link_out_and_without_they_do_not(small_book):
+    citation = (ROOT / "CITATION.cff").read_text(encoding="utf-8")
     for name, repository, site in [("local", "", ""), ("public", REPOSITORY, SITE)]:
-        book = small_book(tmp_path / name, repository, site)
+        book = small_book(
+            {"intro": "# Intro\n\nThe start.\n", "lesson": CHAPTER},
+            folder=name,
+            title="urls test",
+            toc=TOC,
+            extensions=EXTENSIONS,
+            extra_config=addresses(repository, site),
+            files={"CITATION.cff": citation},
+        )
         build = build_book(book)
         assert build.returncode == 0, build.output[-3000:]
         page = (build.html / "lesson.html").read_text(encoding="utf-8")

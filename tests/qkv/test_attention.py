@@ -1036,6 +1036,7 @@ def test_fast_path_calls_pytorchs_fused_attention(monkeypatch):
     assert len(calls) == 2
 
 
+# slow: timings of a layer, interleaved many times (make bench-attention)
 @pytest.mark.slow
 def test_fast_path_is_about_as_fast_as_pytorch():
     # Interleaved minima on a small layer; generous room: a busy machine slows

@@ -151,12 +151,14 @@ def test_measure_scores_a_hand_made_induction_circuit():
             logits[b, t] = 0.0
             logits[b, t, 0] = 1.0 if nxt[b, t] != 0 else -1.0
     found = measure(FixedAttention(weights, logits), batch)
-    assert found.first_accuracy == 0.0 and found.repeat_accuracy == 1.0
+    assert found.first_accuracy == pytest.approx(0.0)
+    assert found.repeat_accuracy == pytest.approx(1.0)
     assert found.induction_scores.shape == (2, 4)
-    assert found.induction_scores[1, 2] == 1.0
-    assert found.previous_token_scores[0, 0] == 1.0
+    assert float(found.induction_scores[1, 2]) == pytest.approx(1.0)
+    assert float(found.previous_token_scores[0, 0]) == pytest.approx(1.0)
     assert found.previous_token_scores[0, 1] == pytest.approx(1 / (SEQ_LEN - 1))
-    assert found.sink_scores[0, 1] == 1.0 and found.sink_scores[0, 0] < 0.1
+    assert float(found.sink_scores[0, 1]) == pytest.approx(1.0)
+    assert found.sink_scores[0, 0] < 0.1
     expected = sum(1 / (t + 1) for t in range(1, SEQ_LEN)) / (SEQ_LEN - 1)
     assert found.uniform_sink == pytest.approx(expected)
 
@@ -202,6 +204,7 @@ def trained():
     return train(seed=0)
 
 
+# slow: the chapter's full training run (fixture trained), whose claims it checks
 @pytest.mark.slow
 def test_seed_0_learns_induction_heads(trained):
     result = trained
@@ -219,6 +222,7 @@ def test_seed_0_learns_induction_heads(trained):
     assert before.previous_token_scores[0].max() < 0.2
 
 
+# slow: the chapter's full training run (fixture trained), whose claims it checks
 @pytest.mark.slow
 def test_the_copy_needs_the_previous_token_head(trained):
     """Removing the previous-token head of layer 0 breaks the copy; removing the
@@ -235,6 +239,7 @@ def test_the_copy_needs_the_previous_token_head(trained):
     assert accuracy[previous] < 0.7 < 0.9 < accuracy[1 - previous]
 
 
+# slow: the chapter's full training run (fixture trained), whose claims it checks
 @pytest.mark.slow
 def test_training_is_deterministic_end_to_end(trained):
     again = train(seed=0)

@@ -104,6 +104,7 @@ def test_implementations_agree():
         torch.testing.assert_close(output, outputs[0], atol=1e-5, rtol=1e-5)
 
 
+# slow: peak memory measured in child processes, up to 2048 positions
 @pytest.mark.slow
 def test_peak_memory_of_naive_attention_holds_the_matrix_and_tiled_does_not():
     big = torch.ones(50_000_000)  # a parent with a high peak must not skew children

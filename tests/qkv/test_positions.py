@@ -367,6 +367,7 @@ def test_extrapolation_is_deterministic_and_leaves_unseen_rows_untouched():
         extrapolation(encodings=("rope", "t5"))
 
 
+# slow: the chapter's full run of every encoding: its claims need them trained
 @pytest.mark.slow
 def test_relative_encodings_extrapolate_and_absolute_ones_do_not():
     result = extrapolation(seed=0)

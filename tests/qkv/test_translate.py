@@ -243,12 +243,14 @@ def test_training_is_deterministic():
     assert first.translations == second.translations
 
 
+# slow: the chapter's full training run (fixture trained), whose claims it checks
 @pytest.mark.slow
 def test_heldout_exact_match_reaches_the_target(trained):
     assert trained.accuracy >= 0.95
     assert trained.history[-1] < trained.history[0] / 10
 
 
+# slow: the chapter's full training run (fixture trained), whose claims it checks
 @pytest.mark.slow
 def test_greedy_decoding_equals_the_teacher_forced_argmax(trained):
     model = trained.model
@@ -270,6 +272,7 @@ def test_greedy_decoding_equals_the_teacher_forced_argmax(trained):
         assert greedy[b] == sentence.english()
 
 
+# slow: the chapter's full training run (fixture trained), whose claims it checks
 @pytest.mark.slow
 def test_translate_and_align_a_heldout_sentence(trained):
     sentence = next(
@@ -292,6 +295,7 @@ def test_translate_and_align_a_heldout_sentence(trained):
     torch.testing.assert_close(alignment.weights, greedy_weights[0])
 
 
+# slow: the chapter's full training run (fixture trained), whose claims it checks
 @pytest.mark.slow
 def test_english_adjectives_attend_to_their_french_adjective(trained):
     share = tr.adjective_alignment(trained.model, trained.heldout)
@@ -312,6 +316,7 @@ def test_english_adjectives_attend_to_their_french_adjective(trained):
     assert sum(same_place) / len(same_place) < 0.2
 
 
+# slow: a full training run with the additive score, to the chapter's target
 @pytest.mark.slow
 def test_additive_score_trains_too():
     result = tr.train(seed=0, score="additive")

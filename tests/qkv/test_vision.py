@@ -223,6 +223,7 @@ def test_train_rejects_bad_arguments():
         vision.train(patch_size=3)
 
 
+# slow: the chapter's full training run, whose target it checks
 @pytest.mark.slow
 def test_vit_reaches_the_target_on_heldout_digits():
     torch.manual_seed(0)

@@ -2,8 +2,9 @@
 check that a block of HTML (a widget of ``qkv``) loads nothing from outside.
 
 ``tests/conftest.py`` builds the book once per test session with
-:func:`build_book`; the tests of the cache and of the warm kernels build small
-books of their own the same way.
+:func:`build_book`; the tests of the cache, the addresses, the translations and
+the same site build small books of their own the same way, written by
+:func:`write_small_book` (the fixture ``small_book`` of ``tests/conftest.py``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,64 @@ class BuildResult:
     output: str
     html: Path
     translations_output: str = ""
+
+
+#: The front matter that makes a MyST file a notebook (no braces: format-safe).
+MYST_NOTEBOOK = """\
+---
+jupytext:
+  text_representation:
+    format_name: myst
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+"""
+
+
+def write_small_book(
+    root: Path,
+    pages: dict[str, str],
+    *,
+    title: str = "small book",
+    toc: str,
+    extensions: list[str] | tuple[str, ...] = (),
+    sphinx_config: str = "",
+    extra_config: str = "",
+    files: dict[str, str] | None = None,
+) -> Path:
+    """Write a small book into ``root`` (created if missing) and return it.
+
+    ``pages``: name (no ``.md``) to text; ``toc``: the ``_toc.yml``; its
+    ``_config.yml`` builds only the listed pages, executes through the cache,
+    loads ``extensions`` and gets ``sphinx_config`` (lines indented under
+    ``sphinx: config:``) and ``extra_config`` (top-level lines); ``files``: any
+    other file, by path relative to ``root``. Pages not given are left as they
+    are: a test rewrites one page and builds again."""
+    root.mkdir(parents=True, exist_ok=True)
+    config = [
+        f"title: {title}",
+        "only_build_toc_files: true",
+        "execute:",
+        "  execute_notebooks: cache",
+        *extra_config.splitlines(),
+    ]
+    if extensions or sphinx_config:
+        config.append("sphinx:")
+    if extensions:
+        config += ["  extra_extensions:", *(f"    - {e}" for e in extensions)]
+    if sphinx_config:
+        config += ["  config:", *(f"    {line}" for line in sphinx_config.splitlines())]
+    (root / "_config.yml").write_text("\n".join(config) + "\n", encoding="utf-8")
+    (root / "_toc.yml").write_text(toc, encoding="utf-8")
+    for name, text in {
+        **{f"{p}.md": t for p, t in pages.items()},
+        **(files or {}),
+    }.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+    return root
 
 
 def build_book(
