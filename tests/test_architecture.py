@@ -116,7 +116,9 @@ def resolves(name: str) -> bool:
 
 
 def test_every_dotted_name_on_the_map_exists():
-    names = set(re.findall(r"(?<![\w/.-])((?:qkv|bookbuild)(?:\.[A-Za-z_]+)+)", MAP))
+    dotted = r"(?<![\w/.-])((?:qkv|bookbuild)(?:\.[A-Za-z_]\w*)+)"
+    # bookbuild.css and bookbuild.js are files, named as such.
+    names = {n for n in re.findall(dotted, MAP) if not n.endswith((".css", ".js"))}
     assert len(names) > 10
     missing = sorted(name for name in names if not resolves(name))
     assert not missing, f"ARCHITECTURE.md names what does not exist: {missing}"
@@ -157,6 +159,8 @@ def test_nothing_edits_sys_path():
         if "sys.path." in text.replace('"sys.path."', ""):
             offenders.append(str(path.relative_to(ROOT)))
     for path in ROOT.glob("tests/**/*.py"):
+        if path.name == Path(__file__).name:
+            continue
         if "sys.path.insert" in path.read_text(encoding="utf-8"):
             offenders.append(str(path.relative_to(ROOT)))
     assert not offenders, offenders
