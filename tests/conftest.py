@@ -60,8 +60,13 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 @pytest.fixture(scope="session")
 def built_book() -> BuildResult:
-    """The book built strictly from this checkout into _build/html."""
-    return build_book(ROOT, prefill=True)
+    """The book built strictly from this checkout into _build/html, dated by the
+    last commit (``SOURCE_DATE_EPOCH``), as ``make same-site`` dates its builds:
+    on a fresh clone (CI) this clean build is the first of the two that
+    tests/bookbuild/test_same_site.py compares."""
+    from bookbuild.tools.same_site import source_date
+
+    return build_book(ROOT, env={"SOURCE_DATE_EPOCH": source_date(ROOT)}, prefill=True)
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,9 @@ Answer: this command (``make same-site``) copies the book's sources into two
 folders, ``_build/same-site/a`` and ``b``, builds each from scratch as ``make
 book`` does (prefill, then the strict build; the same ``SOURCE_DATE_EPOCH`` for
 both), and compares the two sites file by file. Building in two folders also
-catches a machine path that leaks into a page. It prints every file that
+catches a machine path that leaks into a page. ``--first SITE`` takes a clean
+build made already (the test session's, in the book's own folder) as the first
+of the two: one cold build instead of two. It prints every file that
 differs, and why when it is expected, and fails when a difference is not
 explained.
 
@@ -194,6 +196,12 @@ def compare_sites(a: Path, b: Path, timed: dict[str, str]) -> list[Difference]:
     return differences
 
 
+def source_date(root: Path) -> str:
+    """The ``SOURCE_DATE_EPOCH`` of a build of ``root``: the environment's, else
+    the time of the last commit (else now)."""
+    return os.environ.get("SOURCE_DATE_EPOCH", "").strip() or _source_date(root)
+
+
 def _source_date(root: Path) -> str:
     done = subprocess.run(
         ["git", "log", "-1", "--format=%ct"], cwd=root, capture_output=True, text=True
@@ -205,13 +213,22 @@ def _source_date(root: Path) -> str:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("root", nargs="?", default=".", type=Path)
+    parser.add_argument(
+        "--first",
+        type=Path,
+        help="the site of a clean build of this commit already made, with the "
+        "same SOURCE_DATE_EPOCH, in another folder (the test session's): it is "
+        "the first build, and only the second one runs",
+    )
     args = parser.parse_args(argv)
     root = args.root.resolve()
     folder = root / "_build" / "same-site"
-    env = {"SOURCE_DATE_EPOCH": os.environ.get("SOURCE_DATE_EPOCH", "")}
-    env["SOURCE_DATE_EPOCH"] = env["SOURCE_DATE_EPOCH"] or _source_date(root)
+    env = {"SOURCE_DATE_EPOCH": source_date(root)}
     sites, commit_before = [], commit(root, mark_changes=False)
-    for name in ("a", "b"):
+    if args.first:
+        print(f"same site: the first build is {args.first}", flush=True)
+        sites.append(args.first.resolve())
+    for name in ("a", "b")[len(sites) :]:
         copy = copy_book(root, folder / name)
         print(f"same site: building a clean copy in {copy} ...", flush=True)
         start = time.perf_counter()

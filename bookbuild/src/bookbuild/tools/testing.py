@@ -31,6 +31,9 @@ class BuildResult:
     output: str
     html: Path
     translations_output: str = ""
+    #: True when the build started from nothing (no ``_build`` folder): a clean
+    #: build, such as CI's on a fresh clone.
+    clean: bool = False
 
 
 #: The front matter that makes a MyST file a notebook (no braces: format-safe).
@@ -97,6 +100,7 @@ def build_book(
     """Run the book's strict build on ``source`` and its translations' side by
     side (``python -m bookbuild.i18n.translations site``); with ``prefill``, execute
     the chapters in parallel first: as ``make book`` does."""
+    clean = not (Path(source) / "_build").exists()
     env = {**os.environ, **(env or {})}
     env.pop("MPLBACKEND", None)  # a headless backend would hide every figure
     prefill_output = ""
@@ -125,6 +129,7 @@ def build_book(
         prefill_output + result.stdout + result.stderr,
         Path(source) / "_build" / "html",
         translations,
+        clean,
     )
 
 
