@@ -100,7 +100,14 @@ with ThreadPoolExecutor(max_workers=2) as pool:  # two kernels on two cores
 def test_both_editions_run_in_a_fresh_environment(built_book, student_site, tmp_path):
     """A venv with only torch (the CPU build, as the Makefile installs it),
     ``pip install ".[notebooks]"``, nbclient and ipykernel runs every notebook of
-    both editions top to bottom, in a folder outside the repository."""
+    both editions top to bottom, in a folder outside the repository.
+
+    Against the build's trained results: ``QKV_RESULTS`` names the folder where
+    the build's kernels kept what ``qkv.experiments`` trained (same code, same
+    arguments, same torch: the same numbers), so the notebooks read those models
+    back instead of training them twice more. The build has proved the training
+    runs; this proves that every other cell runs with nothing but the package as
+    a reader installs it."""
     uv = str(Path(sys.executable).parent / "uv")
     venv = tmp_path / "venv"
     python = str(venv / "bin" / "python")
@@ -110,6 +117,9 @@ def test_both_editions_run_in_a_fresh_environment(built_book, student_site, tmp_
         if key not in ("VIRTUAL_ENV", "PYTHONPATH", "MPLBACKEND")
     }
     env["OMP_NUM_THREADS"] = "1"
+    results = ROOT / "_build" / "results"
+    assert any(results.glob("*.pt")), "the build kept no trained result"
+    env["QKV_RESULTS"] = str(results)
 
     def run(*command: str) -> str:
         done = subprocess.run(

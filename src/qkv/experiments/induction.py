@@ -42,6 +42,7 @@ import torch
 from torch import Tensor, nn
 
 from qkv.attention import MultiHeadAttention
+from qkv.experiments._results import remembered
 from qkv.validate import check_int, check_positive
 
 __all__ = [
@@ -339,6 +340,7 @@ class TrainResult:
     cpu_seconds: float = 0.0
 
 
+@remembered
 def train(
     seed: int = 0,
     steps: int = 600,

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor, nn
 
+from qkv.experiments._results import remembered
 from qkv.positions import ENCODINGS, PositionalAttention
 from qkv.transformer import TransformerBlock, sinusoidal_positions
 from qkv.validate import check_int
@@ -231,6 +232,7 @@ def _accuracy(logits: Tensor, targets: Tensor, keep: Tensor) -> float:
     return float((logits.argmax(dim=-1) == targets)[keep].float().mean())
 
 
+@remembered
 def extrapolation(
     seed: int = 0,
     task: str = "latest",

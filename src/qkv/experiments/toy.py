@@ -46,6 +46,7 @@ import torch
 from torch import Tensor, nn
 
 from qkv.attention import MultiHeadAttention
+from qkv.experiments._results import remembered
 
 #: Animals, by gender: the subject and the other animals of a sentence.
 ANIMALS_F = ("souris", "chatte", "poule", "vache", "chèvre", "jument")
@@ -538,6 +539,7 @@ class TrainResult:
         return [name for name, ok in measured.items() if not ok]
 
 
+@remembered
 def train(
     seed: int = 0,
     steps: int = 400,

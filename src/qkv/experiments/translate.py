@@ -40,6 +40,7 @@ import torch
 from torch import Tensor, nn
 
 from qkv.attention import MultiHeadAttention, padding_mask, split_heads
+from qkv.experiments._results import remembered
 from qkv.transformer import FeedForward, TransformerBlock, sinusoidal_positions
 from qkv.validate import check_int
 
@@ -846,6 +847,7 @@ def exact_match(model: Translator, sentences: list[Sentence]) -> tuple[float, li
     return sum(right) / len(right), translations
 
 
+@remembered
 def train(
     seed: int = 0,
     score: str = "dot",

@@ -35,6 +35,7 @@ import torch
 from torch import Tensor, nn
 
 from qkv.attention import MultiHeadAttention
+from qkv.experiments._results import remembered
 from qkv.transformer import TransformerBlock, sinusoidal_positions
 from qkv.validate import check_int
 
@@ -519,6 +520,7 @@ class TrainResult:
     num_parameters: int = 0
 
 
+@remembered
 def train(
     seed: int = 0,
     patch_size: int = 2,

@@ -12,6 +12,11 @@ Answer: the book's kernels run with
 
 * ``PYTHONHASHSEED=0``: the same string hashes, so the same set order, in
   every build, on every machine;
+* ``QKV_RESULTS=_build/results``: the results of the chapters' trainings
+  (``qkv.experiments``) kept there, so that a chapter executed again with the
+  same code and arguments reads its trained models back instead of training
+  again (deterministic training: the same numbers), and the notebooks' test runs
+  against them;
 * their own IPython folder (``IPYTHONDIR=_build/ipython``), whose kernel
   configuration (:data:`KERNEL_CONFIG`) shows exceptions as IPython's
   ``Minimal`` mode does (``ValueError: query and key must ...``: the error
@@ -74,7 +79,8 @@ def environment(build_dir: Path) -> dict[str, str]:
     if not config.is_file() or config.read_text(encoding="utf-8") != KERNEL_CONFIG:
         config.parent.mkdir(parents=True, exist_ok=True)
         config.write_text(KERNEL_CONFIG, encoding="utf-8")
-    return {**ENVIRONMENT, "IPYTHONDIR": str(folder)}
+    results = Path(build_dir).resolve() / "results"  # qkv.experiments' trainings
+    return {**ENVIRONMENT, "IPYTHONDIR": str(folder), "QKV_RESULTS": str(results)}
 
 
 def apply(build_dir: Path) -> dict[str, str]:

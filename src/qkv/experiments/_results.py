@@ -1,0 +1,96 @@
+"""Trained results kept on disk, read back instead of training again.
+
+Every ``train(seed, ...)`` of :mod:`qkv.experiments` is deterministic: the same
+function, the same arguments and the same code of ``qkv`` give the same result.
+When the environment variable ``QKV_RESULTS`` names a folder, :func:`remembered`
+keeps each result there (``torch.save``), and a later call with the same arguments
+and the same code reads it back. The book's build sets it for its kernels (their
+``_build/results``): a chapter executed again after an edit of its prose or code
+does not train again, and the tests run the chapters' notebooks against the
+build's trained results. Without it, as in a reader's notebook, every call trains.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import inspect
+import io
+import os
+import pickle
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import torch
+
+#: The environment variable that names the folder of kept results.
+RESULTS = "QKV_RESULTS"
+
+R = TypeVar("R")
+
+
+@functools.cache
+def code_hash() -> str:
+    """A hash of every module of ``qkv`` (paths relative to the package, and
+    contents): a result is read back only by the code that made it."""
+    package = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def result_path(folder: Path, function: Callable, args: tuple, kwargs: dict) -> Path:
+    """Where the result of ``function(*args, **kwargs)`` is kept in ``folder``:
+    named by the function and a hash of the code and of every argument, defaults
+    filled in (``train(0)`` and ``train(seed=0)`` are one result)."""
+    bound = inspect.signature(function).bind(*args, **kwargs)
+    bound.apply_defaults()
+    digest = hashlib.sha256(code_hash().encode())
+    digest.update(f"{function.__module__}.{function.__qualname__}".encode())
+    digest.update(_pickled(sorted(bound.arguments.items())))
+    module = function.__module__.rsplit(".", 1)[-1]
+    return Path(folder) / f"{module}.{function.__name__}-{digest.hexdigest()[:20]}.pt"
+
+
+class _ByContent(pickle.Pickler):
+    """Pickles a tensor as its dtype, shape and the hash of its numbers: the same
+    bytes in every process (a tensor's own pickle is not)."""
+
+    def persistent_id(self, obj):
+        if isinstance(obj, torch.Tensor):
+            flat = obj.detach().cpu().contiguous().reshape(-1)
+            numbers = flat.view(torch.uint8).numpy()
+            content = hashlib.sha256(numbers.tobytes()).hexdigest()
+            return ("tensor", str(obj.dtype), tuple(obj.shape), content)
+        return None
+
+
+def _pickled(value: object) -> bytes:
+    buffer = io.BytesIO()
+    _ByContent(buffer, protocol=4).dump(value)
+    return buffer.getvalue()
+
+
+def remembered(function: Callable[..., R]) -> Callable[..., R]:
+    """``function``, whose results are kept in the folder ``QKV_RESULTS`` names
+    (when it names one) and read back by the same call."""
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs) -> R:
+        folder = os.environ.get(RESULTS, "").strip()
+        if not folder:
+            return function(*args, **kwargs)
+        path = result_path(Path(folder), function, args, kwargs)
+        if path.is_file():
+            return torch.load(path, weights_only=False)
+        result = function(*args, **kwargs)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
+        torch.save(result, partial)
+        os.replace(partial, path)  # whole or absent, even with kernels in parallel
+        return result
+
+    return wrapper

@@ -1,0 +1,67 @@
+"""Trained results kept on disk (qkv.experiments._results): read back only by
+the same call of the same code, and only when QKV_RESULTS names a folder."""
+
+from __future__ import annotations
+
+import torch
+
+from qkv.experiments import _results, toy
+from qkv.experiments._results import RESULTS, remembered, result_path
+
+
+def counting():
+    calls = []
+
+    @remembered
+    def train(seed: int = 0, steps: int = 3, data: torch.Tensor | None = None):
+        calls.append((seed, steps))
+        return {"seed": seed, "weights": torch.full((2,), float(seed + steps))}
+
+    return train, calls
+
+
+def test_without_the_variable_every_call_trains(monkeypatch):
+    monkeypatch.delenv(RESULTS, raising=False)
+    train, calls = counting()
+    train(1)
+    train(1)
+    assert calls == [(1, 3), (1, 3)]
+
+
+def test_the_same_call_is_read_back_and_another_one_trains(monkeypatch, tmp_path):
+    monkeypatch.setenv(RESULTS, str(tmp_path))
+    train, calls = counting()
+    first = train(1)
+    again = train(seed=1, steps=3)  # the same call, written another way
+    other = train(1, steps=4)
+    assert calls == [(1, 3), (1, 4)]
+    assert again["seed"] == first["seed"]
+    torch.testing.assert_close(again["weights"], first["weights"])
+    assert other["weights"][0].item() == 5.0
+    assert len(list(tmp_path.glob("*.pt"))) == 2
+    assert not list(tmp_path.glob("*.partial"))
+
+
+def test_a_tensor_argument_is_keyed_by_its_numbers(tmp_path):
+    train, _ = counting()
+    a = result_path(tmp_path, train, (), {"data": torch.arange(4.0)})
+    b = result_path(tmp_path, train, (), {"data": torch.arange(4.0)})
+    c = result_path(tmp_path, train, (), {"data": torch.arange(4.0) + 1})
+    d = result_path(tmp_path, train, (), {"data": torch.tensor(2.0)})  # 0-d
+    assert a == b and a != c and d not in (a, c)
+
+
+def test_other_code_does_not_read_a_result_back(monkeypatch, tmp_path):
+    train, _ = counting()
+    before = result_path(tmp_path, train, (1,), {})
+    monkeypatch.setattr(_results, "code_hash", lambda: "another version of qkv")
+    assert result_path(tmp_path, train, (1,), {}) != before
+
+
+def test_a_real_training_round_trips(monkeypatch, tmp_path):
+    monkeypatch.setenv(RESULTS, str(tmp_path))
+    trained = toy.train(seed=0, steps=2, n_heldout=20)
+    read_back = toy.train(seed=0, steps=2, n_heldout=20)
+    assert read_back.accuracy == trained.accuracy
+    for name, value in trained.model.state_dict().items():
+        torch.testing.assert_close(read_back.model.state_dict()[name], value)
