@@ -65,3 +65,22 @@ def test_a_real_training_round_trips(monkeypatch, tmp_path):
     assert read_back.accuracy == trained.accuracy
     for name, value in trained.model.state_dict().items():
         torch.testing.assert_close(read_back.model.state_dict()[name], value)
+
+
+def test_while_qkv_is_patched_nothing_is_read_or_kept(monkeypatch, tmp_path):
+    """A chapter that trains with a part of qkv replaced (cross-attention: a
+    model without its causal mask) gets a fresh training, and keeps nothing."""
+    from unittest import mock
+
+    import qkv
+
+    monkeypatch.setenv(RESULTS, str(tmp_path))
+    assert _results.patched() == []
+    train, calls = counting()
+    train(2)
+    with mock.patch.object(qkv.MultiHeadAttention, "forward", lambda self: None):
+        assert "qkv.MultiHeadAttention.forward" in _results.patched()
+        train(2)
+        train(3)
+    assert calls == [(2, 3), (2, 3), (3, 3)]
+    assert len(list(tmp_path.glob("*.pt"))) == 1
