@@ -7,15 +7,23 @@ a missing browser is a failure.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
 
 from bookbuild.toc import lessons, pages
-from bookbuild.tools.browser import launch, serve, wait_for_math
+from bookbuild.tools.browser import (
+    launch,
+    launch_async,
+    serve,
+    wait_for_math,
+    wait_for_math_async,
+)
 from bookbuild.tools.testing import require_chromium
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -265,32 +273,34 @@ def test_language_menu_goes_to_the_same_section(site, browser, over):
         context.close()
 
 
+OPEN_EVERYTHING = """() => {
+    document.querySelectorAll('details').forEach(d => { d.open = true; });
+    document.querySelectorAll('button.toggle-button[aria-expanded="false"]')
+        .forEach(b => b.click());
+}"""
+SET_THEME = (
+    "(theme) => { const root = document.documentElement;"
+    " root.dataset.theme = theme; root.dataset.mode = theme; }"
+)
+# Colours change through CSS transitions: measure them once they are done.
+TRANSITIONS_DONE = (
+    "() => document.getAnimations().filter(a => a instanceof CSSTransition)"
+    ".every(a => a.playState !== 'running')"
+)
+
+
 def open_everything(page) -> None:
     """Unfold every solution, folded code and details box, as a reader may."""
-    page.evaluate(
-        """() => {
-            document.querySelectorAll('details').forEach(d => { d.open = true; });
-            document.querySelectorAll('button.toggle-button[aria-expanded="false"]')
-                .forEach(b => b.click());
-        }"""
-    )
+    page.evaluate(OPEN_EVERYTHING)
     page.wait_for_timeout(300)  # the toggles' transitions
 
 
 def use_theme(page, theme: str) -> None:
     """Switch the loaded page to the theme's light or dark mode, as the theme's
     own switch does (the attributes its CSS depends on)."""
-    page.evaluate(
-        "(theme) => { const root = document.documentElement;"
-        " root.dataset.theme = theme; root.dataset.mode = theme; }",
-        theme,
-    )
+    page.evaluate(SET_THEME, theme)
     assert page.evaluate("document.documentElement.dataset.theme") == theme
-    # Colours change through CSS transitions: measure them once they are done.
-    page.wait_for_function(
-        "() => document.getAnimations().filter(a => a instanceof CSSTransition)"
-        ".every(a => a.playState !== 'running')"
-    )
+    page.wait_for_function(TRANSITIONS_DONE)
 
 
 SERIOUS = {"serious", "critical"}
@@ -305,33 +315,79 @@ def serious_violations(results: dict, where: str) -> list[str]:
     ]
 
 
-def test_no_serious_accessibility_violation_on_any_page(site, browser):
-    """axe-core (bundled with axe-playwright-python: offline) on every page with
-    every folded box opened: every rule in the light theme, and the colour
-    contrast again in the dark theme (the only rule the theme changes; math is
-    left out there: MathJax draws it in the colour of the text around it)."""
-    from axe_playwright_python.sync_playwright import Axe
+#: How many pages axe checks at once (one Chromium renderer each; two cores).
+AXE_PAGES_AT_ONCE = 2
+
+
+async def axe_problems(urls: list[str], at_once: int) -> tuple[int, list[str]]:
+    """Run axe-core on every page of ``urls``, ``at_once`` pages at a time in one
+    Chromium (each page renders in its own process: the cores work in parallel);
+    return how many pages were checked and the serious violations."""
+    from axe_playwright_python.async_playwright import Axe
+    from playwright.async_api import async_playwright
 
     axe = Axe()
     contrast_only = {
         "resultTypes": ["violations"],
         "runOnly": {"type": "rule", "values": ["color-contrast"]},
     }
-    problems, checked = [], 0
-    for url in page_urls(site):
-        context, page, _, _ = visit(browser, url)
+    queue: asyncio.Queue[str] = asyncio.Queue()
+    for url in urls:
+        queue.put_nowait(url)
+    problems: list[str] = []
+    checked = 0
+
+    async def check_pages(browser) -> None:
+        nonlocal checked
+        while not queue.empty():
+            url = queue.get_nowait()
+            context = await browser.new_context(viewport={"width": 1280, "height": 900})
+            try:
+                page = await context.new_page()
+                await page.goto(url, wait_until="load")
+                await wait_for_math_async(page)
+                await page.evaluate(OPEN_EVERYTHING)
+                await page.wait_for_timeout(300)  # the toggles' transitions
+                for theme in ("light", "dark"):
+                    await page.evaluate(SET_THEME, theme)
+                    assert (
+                        await page.evaluate("document.documentElement.dataset.theme")
+                        == theme
+                    )
+                    await page.wait_for_function(TRANSITIONS_DONE)
+                    if theme == "light":
+                        results = await axe.run(page)
+                    else:
+                        exclude = {"exclude": [["mjx-container"]]}
+                        results = await axe.run(page, exclude, contrast_only)
+                    problems.extend(
+                        serious_violations(results.response, f"{theme} {url}")
+                    )
+                checked += 1
+            finally:
+                await context.close()
+
+    async with async_playwright() as playwright:
+        browser = await launch_async(playwright)
         try:
-            open_everything(page)
-            use_theme(page, "light")
-            problems += serious_violations(axe.run(page).response, f"light {url}")
-            use_theme(page, "dark")
-            results = axe.run(page, {"exclude": [["mjx-container"]]}, contrast_only)
-            results = results.response
-            problems += serious_violations(results, f"dark {url}")
-            checked += 1
+            await asyncio.gather(*(check_pages(browser) for _ in range(at_once)))
         finally:
-            context.close()
-    assert checked == len(page_urls(site))
+            await browser.close()
+    return checked, problems
+
+
+def test_no_serious_accessibility_violation_on_any_page(site, browser):
+    """axe-core (bundled with axe-playwright-python: offline) on every page with
+    every folded box opened: every rule in the light theme, and the colour
+    contrast again in the dark theme (the only rule the theme changes; math is
+    left out there: MathJax draws it in the colour of the text around it).
+    Two pages at a time, through playwright's asynchronous API in a thread of its
+    own (the module's browser is the synchronous API's, in this thread)."""
+    urls = page_urls(site)
+    with ThreadPoolExecutor(max_workers=1) as thread:
+        run = thread.submit(asyncio.run, axe_problems(urls, AXE_PAGES_AT_ONCE))
+        checked, problems = run.result()
+    assert checked == len(urls)
     assert not problems, "\n".join(problems)
 
 

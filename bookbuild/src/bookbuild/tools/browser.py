@@ -53,16 +53,35 @@ def launch(playwright):
     )
 
 
+async def launch_async(playwright):
+    """:func:`launch` for playwright's asynchronous API."""
+    return await playwright.chromium.launch(
+        executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+    )
+
+
+#: True once MathJax (if the page has it) has started.
+MATH_STARTED = (
+    "() => !window.MathJax || (window.MathJax.startup &&"
+    " window.MathJax.startup.promise &&"
+    " window.MathJax.startup.promise.then(() => true))"
+)
+#: A promise kept once MathJax has typeset the page (null without MathJax).
+MATH_TYPESET = (
+    "() => window.MathJax && window.MathJax.startup"
+    " ? window.MathJax.startup.promise : null"
+)
+
+
 def wait_for_math(page) -> None:
     """Wait until MathJax (if the page has it) has typeset, and the page is idle."""
-    page.wait_for_function(
-        "() => !window.MathJax || (window.MathJax.startup &&"
-        " window.MathJax.startup.promise &&"
-        " window.MathJax.startup.promise.then(() => true))",
-        timeout=30_000,
-    )
-    page.evaluate(
-        "() => window.MathJax && window.MathJax.startup"
-        " ? window.MathJax.startup.promise : null"
-    )
+    page.wait_for_function(MATH_STARTED, timeout=30_000)
+    page.evaluate(MATH_TYPESET)
     page.wait_for_load_state("networkidle")
+
+
+async def wait_for_math_async(page) -> None:
+    """:func:`wait_for_math` for a page of playwright's asynchronous API."""
+    await page.wait_for_function(MATH_STARTED, timeout=30_000)
+    await page.evaluate(MATH_TYPESET)
+    await page.wait_for_load_state("networkidle")
