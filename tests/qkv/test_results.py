@@ -38,8 +38,8 @@ def test_the_same_call_is_read_back_and_another_one_trains(monkeypatch, tmp_path
     assert again["seed"] == first["seed"]
     torch.testing.assert_close(again["weights"], first["weights"])
     assert other["weights"][0].item() == 5.0
-    assert len(list(tmp_path.glob("*.pt"))) == 2
-    assert not list(tmp_path.glob("*.partial"))
+    assert len(list(tmp_path.glob("*/*.pt"))) == 2
+    assert not list(tmp_path.glob("*/*.partial"))
 
 
 def test_a_tensor_argument_is_keyed_by_its_numbers(tmp_path):
@@ -83,4 +83,16 @@ def test_while_qkv_is_patched_nothing_is_read_or_kept(monkeypatch, tmp_path):
         train(2)
         train(3)
     assert calls == [(2, 3), (2, 3), (3, 3)]
-    assert len(list(tmp_path.glob("*.pt"))) == 1
+    assert len(list(tmp_path.glob("*/*.pt"))) == 1
+
+
+def test_a_new_version_of_qkv_drops_the_results_of_the_old_one(monkeypatch, tmp_path):
+    monkeypatch.setenv(RESULTS, str(tmp_path))
+    train, calls = counting()
+    train(1)
+    old = {path.parent.name for path in tmp_path.glob("*/*.pt")}
+    monkeypatch.setattr(_results, "code_hash", lambda: "f" * 64)
+    train(1)
+    assert calls == [(1, 3), (1, 3)]  # the new code trains again
+    assert {path.parent.name for path in tmp_path.glob("*/*.pt")} == {"f" * 16}
+    assert old and old != {"f" * 16}

@@ -4,10 +4,12 @@ Every ``train(seed, ...)`` of :mod:`qkv.experiments` is deterministic: the same
 function, the same arguments and the same code of ``qkv`` give the same result.
 When the environment variable ``QKV_RESULTS`` names a folder, :func:`remembered`
 keeps each result there (``torch.save``), and a later call with the same arguments
-and the same code reads it back. The book's build sets it for its kernels (their
-``_build/results``): a chapter executed again after an edit of its prose or code
-does not train again, and the tests run the chapters' notebooks against the
-build's trained results. Without it, as in a reader's notebook, every call trains.
+and the same code reads it back. Results sit in a folder per version of the code;
+the first result of a new version removes the folders of the others. The book's
+build sets it for its kernels (their ``_build/results``): a chapter executed again
+after an edit of its prose or code does not train again, and the tests run the
+chapters' notebooks against the build's trained results. Without it, as in a
+reader's notebook, every call trains.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import inspect
 import io
 import os
 import pickle
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -53,7 +56,16 @@ def result_path(folder: Path, function: Callable, args: tuple, kwargs: dict) -> 
     digest.update(f"{function.__module__}.{function.__qualname__}".encode())
     digest.update(_pickled(sorted(bound.arguments.items())))
     module = function.__module__.rsplit(".", 1)[-1]
-    return Path(folder) / f"{module}.{function.__name__}-{digest.hexdigest()[:20]}.pt"
+    name = f"{module}.{function.__name__}-{digest.hexdigest()[:20]}.pt"
+    return Path(folder) / code_hash()[:16] / name
+
+
+def _drop_other_versions(version: Path) -> None:
+    """Remove the results of other versions of the code beside ``version``: no
+    call can read them again (kernels in parallel may race: nothing to fail)."""
+    for other in version.parent.iterdir():
+        if other.is_dir() and other != version:
+            shutil.rmtree(other, ignore_errors=True)
 
 
 class _ByContent(pickle.Pickler):
@@ -95,6 +107,8 @@ def patched() -> list[str]:
 
 
 def _foreign(value: object) -> bool:
+    """True for a function from outside qkv: not qkv's own, nor what a module of
+    qkv exports from torch, the builtins or typing (its names and aliases)."""
     module = getattr(value, "__module__", None) or ""
     if isinstance(value, type) or module.startswith(("qkv", "torch", "builtins")):
         return False
@@ -116,7 +130,9 @@ def remembered(function: Callable[..., R]) -> Callable[..., R]:
         if path.is_file():
             return torch.load(path, weights_only=False)
         result = function(*args, **kwargs)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.parent.is_dir():  # the first result of this version of qkv
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _drop_other_versions(path.parent)
         partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
         torch.save(result, partial)
         os.replace(partial, path)  # whole or absent, even with kernels in parallel
