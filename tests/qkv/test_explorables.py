@@ -844,27 +844,3 @@ def test_the_chapter_notebooks_keep_the_cell_and_the_static_figure(built_book):
         assert any(call in source for source in code), chapter
         figures = [c.get("attachments", {}) for c in notebook.cells]
         assert any(f"{key}.png" in found for found in figures), chapter
-
-
-@pytest.mark.book
-@pytest.mark.slow
-def test_the_chapter_notebooks_run_and_show_the_explorables(built_book):
-    """The four notebooks run top to bottom here; each explorable cell gives the
-    widget (text/html) and its static figure (image/png)."""
-    import nbformat
-    from nbclient import NotebookClient
-
-    for chapter, call in [
-        ("attention-by-hand", "attention_by_hand("),
-        ("scaled-dot-product", "scaled_scores("),
-        ("masking", "mask_editor("),
-        ("positions", "rope_offsets("),
-    ]:
-        notebook = nbformat.read(HTML / "_notebooks" / f"{chapter}.ipynb", as_version=4)
-        NotebookClient(notebook, timeout=600, kernel_name="python3").execute()
-        cell = next(
-            c for c in notebook.cells if c.cell_type == "code" and call in c.source
-        )
-        outputs = [o for o in cell.outputs if o.output_type == "execute_result"]
-        assert outputs and {"text/html", "image/png"} <= set(outputs[0].data), chapter
-        assert "qkv-explorable" in outputs[0].data["text/html"]

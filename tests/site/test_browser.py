@@ -11,6 +11,7 @@ import asyncio
 import re
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -56,26 +57,11 @@ def visit(browser, url: str):
     """Load ``url`` in a fresh context; return the page, its requests and errors."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
-    requests: list[str] = []
-    errors: list[str] = []
-
-    def on_console(message):
-        if message.type == "error":
-            where = (message.location or {}).get("url") or "?"
-            errors.append(f"console: {message.text} (at {where})")
-
-    def on_response(response):
-        if response.status >= 400:
-            errors.append(f"HTTP {response.status}: {response.url}")
-
-    page.on("request", lambda request: requests.append(request.url))
-    page.on("console", on_console)
-    page.on("pageerror", lambda error: errors.append(f"page error: {error}"))
-    page.on("requestfailed", lambda request: errors.append(f"failed: {request.url}"))
-    page.on("response", on_response)
+    seen = Visit(url)
+    listen(page, seen)
     page.goto(url, wait_until="load")
     wait_for_math(page)
-    return context, page, requests, errors
+    return context, page, seen.requests, seen.errors
 
 
 def outside_requests(requests: list[str], site: str) -> list[str]:
@@ -94,24 +80,6 @@ def page_urls(site: str) -> list[str]:
     extra = [f"{site}/{name}.html" for name in ("index", "search", "genindex")]
     french = [url.replace(site, f"{site}/fr", 1) for url in [*listed, *extra]]
     return [*listed, *extra, *french]
-
-
-def test_every_page_is_offline_clean_and_typesets_math(site, browser):
-    math_pages = 0
-    for url in page_urls(site):
-        context, page, requests, errors = visit(browser, url)
-        try:
-            outside = outside_requests(requests, site)
-            assert not outside, f"{url} requested {outside}"
-            assert not errors, f"{url} logged errors: {errors}"
-            if page.locator(".math").count():
-                math_pages += 1
-                typeset = page.locator("mjx-container").count()
-                assert typeset > 0, f"{url}: math left untypeset"
-                assert page.locator("mjx-merror").count() == 0, f"{url}: MathJax error"
-        finally:
-            context.close()
-    assert math_pages > 0, "no page with math was checked"
 
 
 VIEW_PAGE = "book/pretrained-model.html"
@@ -212,40 +180,6 @@ def test_head_view_prints_as_a_static_figure(site, browser):
         context.close()
 
 
-def test_figure_text_is_as_large_as_the_caption(site, browser):
-    """On a 1280-pixel window, no text in a figure is smaller than the caption."""
-    from bookbuild.tools.figures import smallest_text_px
-
-    too_small = []
-    for chapter in lessons(ROOT):
-        context, page, _, _ = visit(browser, f"{site}/{chapter}.html")
-        try:
-            figures = page.evaluate(
-                """() => [...document.querySelectorAll('figure')].map(f => {
-                    const img = f.querySelector('img'), cap = f.querySelector(
-                        'figcaption');
-                    return img && cap && img.src.endsWith('.svg') ? {
-                        src: img.getAttribute('src'),
-                        width: img.getBoundingClientRect().width,
-                        caption: parseFloat(getComputedStyle(cap).fontSize),
-                        id: f.id} : null;
-                }).filter(Boolean)"""
-            )
-        finally:
-            context.close()
-        for figure in figures:
-            svg = (HTML / chapter).parent.joinpath(figure["src"]).resolve()
-            smallest = smallest_text_px(
-                svg.read_text(encoding="utf-8"), figure["width"]
-            )
-            if smallest is not None and smallest < figure["caption"] - 0.05:
-                too_small.append(
-                    f"{chapter} #{figure['id']}: {smallest:.1f} px < caption "
-                    f"{figure['caption']:.1f} px"
-                )
-    assert not too_small, "\n".join(too_small)
-
-
 def switch_language(page, name: str) -> None:
     """Open the language menu of the page's header and pick ``name``."""
     page.locator(".dropdown-language-buttons .dropdown-toggle").first.click()
@@ -303,94 +237,6 @@ def use_theme(page, theme: str) -> None:
     page.wait_for_function(TRANSITIONS_DONE)
 
 
-SERIOUS = {"serious", "critical"}
-
-
-def serious_violations(results: dict, where: str) -> list[str]:
-    return [
-        f"{where}: {violation['id']} ({violation['impact']}): {violation['help']}; "
-        f"at {[', '.join(node['target']) for node in violation['nodes']][:3]}"
-        for violation in results["violations"]
-        if violation["impact"] in SERIOUS
-    ]
-
-
-#: How many pages axe checks at once (one Chromium renderer each; two cores).
-AXE_PAGES_AT_ONCE = 2
-
-
-async def axe_problems(urls: list[str], at_once: int) -> tuple[int, list[str]]:
-    """Run axe-core on every page of ``urls``, ``at_once`` pages at a time in one
-    Chromium (each page renders in its own process: the cores work in parallel);
-    return how many pages were checked and the serious violations."""
-    from axe_playwright_python.async_playwright import Axe
-    from playwright.async_api import async_playwright
-
-    axe = Axe()
-    contrast_only = {
-        "resultTypes": ["violations"],
-        "runOnly": {"type": "rule", "values": ["color-contrast"]},
-    }
-    queue: asyncio.Queue[str] = asyncio.Queue()
-    for url in urls:
-        queue.put_nowait(url)
-    problems: list[str] = []
-    checked = 0
-
-    async def check_pages(browser) -> None:
-        nonlocal checked
-        while not queue.empty():
-            url = queue.get_nowait()
-            context = await browser.new_context(viewport={"width": 1280, "height": 900})
-            try:
-                page = await context.new_page()
-                await page.goto(url, wait_until="load")
-                await wait_for_math_async(page)
-                await page.evaluate(OPEN_EVERYTHING)
-                await page.wait_for_timeout(300)  # the toggles' transitions
-                for theme in ("light", "dark"):
-                    await page.evaluate(SET_THEME, theme)
-                    assert (
-                        await page.evaluate("document.documentElement.dataset.theme")
-                        == theme
-                    )
-                    await page.wait_for_function(TRANSITIONS_DONE)
-                    if theme == "light":
-                        results = await axe.run(page)
-                    else:
-                        exclude = {"exclude": [["mjx-container"]]}
-                        results = await axe.run(page, exclude, contrast_only)
-                    problems.extend(
-                        serious_violations(results.response, f"{theme} {url}")
-                    )
-                checked += 1
-            finally:
-                await context.close()
-
-    async with async_playwright() as playwright:
-        browser = await launch_async(playwright)
-        try:
-            await asyncio.gather(*(check_pages(browser) for _ in range(at_once)))
-        finally:
-            await browser.close()
-    return checked, problems
-
-
-def test_no_serious_accessibility_violation_on_any_page(site, browser):
-    """axe-core (bundled with axe-playwright-python: offline) on every page with
-    every folded box opened: every rule in the light theme, and the colour
-    contrast again in the dark theme (the only rule the theme changes; math is
-    left out there: MathJax draws it in the colour of the text around it).
-    Two pages at a time, through playwright's asynchronous API in a thread of its
-    own (the module's browser is the synchronous API's, in this thread)."""
-    urls = page_urls(site)
-    with ThreadPoolExecutor(max_workers=1) as thread:
-        run = thread.submit(asyncio.run, axe_problems(urls, AXE_PAGES_AT_ONCE))
-        checked, problems = run.result()
-    assert checked == len(urls)
-    assert not problems, "\n".join(problems)
-
-
 # Every display equation: the width of its typeset math, of the box MathJax lays
 # it out in (the column, less the equation's number), and how that box overflows.
 EQUATIONS = """() => [...document.querySelectorAll('mjx-container[display="true"]')]
@@ -411,17 +257,6 @@ EQUATIONS = """() => [...document.querySelectorAll('mjx-container[display="true"
     })"""
 
 
-def equations_of(browser, url: str, width: int, height: int) -> list[dict]:
-    context = browser.new_context(viewport={"width": width, "height": height})
-    page = context.new_page()
-    try:
-        page.goto(url, wait_until="load")
-        wait_for_math(page)
-        return page.evaluate(EQUATIONS)
-    finally:
-        context.close()
-
-
 def test_french_search_finds_french_words(site, browser):
     context, page, _, errors = visit(browser, f"{site}/fr/search.html?q=requêtes")
     try:
@@ -433,11 +268,223 @@ def test_french_search_finds_french_words(site, browser):
         context.close()
 
 
-def test_display_equations_fit_the_column_on_a_laptop(site, browser):
+# Every SVG figure with a caption: its source, width on the page and the
+# caption's font size.
+FIGURES = """() => [...document.querySelectorAll('figure')].map(f => {
+    const img = f.querySelector('img'), cap = f.querySelector('figcaption');
+    return img && cap && img.src.endsWith('.svg') ? {
+        src: img.getAttribute('src'),
+        width: img.getBoundingClientRect().width,
+        caption: parseFloat(getComputedStyle(cap).fontSize),
+        id: f.id} : null;
+}).filter(Boolean)"""
+
+SERIOUS = {"serious", "critical"}
+
+
+def serious_violations(results: dict, where: str) -> list[str]:
+    return [
+        f"{where}: {violation['id']} ({violation['impact']}): {violation['help']}; "
+        f"at {[', '.join(node['target']) for node in violation['nodes']][:3]}"
+        for violation in results["violations"]
+        if violation["impact"] in SERIOUS
+    ]
+
+
+#: How many pages the survey loads at once (one Chromium renderer each; two cores).
+PAGES_AT_ONCE = 2
+LAPTOP = {"width": 1280, "height": 900}
+PHONE = {"width": 390, "height": 844}
+
+
+@dataclass
+class Visit:
+    """What one visit of a page saw. ``requests`` cover the whole visit;
+    ``errors`` stop when axe-core starts (it fetches the page's stylesheets
+    itself, with addresses of its own making)."""
+
+    url: str
+    axe_started: bool = False
+    requests: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    math_blocks: int = 0  # elements of class "math" in the HTML
+    typeset: int = 0  # MathJax containers
+    math_errors: int = 0
+    equations: list[dict] = field(default_factory=list)  # EQUATIONS, if measured
+    figures: list[dict] = field(default_factory=list)  # FIGURES, if measured
+    accessibility: list[str] = field(default_factory=list)  # serious violations
+
+
+@dataclass
+class Survey:
+    """Every page of the site, each loaded once at a laptop's width (offline
+    checks, math, equations, figures and axe-core, in that order) and the English
+    pages once more at a phone's width (equations)."""
+
+    laptop: dict[str, Visit]
+    phone: dict[str, Visit]
+
+
+def listen(page, visit: Visit) -> None:
+    """Record the page's requests and errors (console, script, HTTP) in ``visit``."""
+
+    def error(text: str) -> None:
+        if not visit.axe_started:
+            visit.errors.append(text)
+
+    def on_console(message):
+        if message.type == "error":
+            where = (message.location or {}).get("url") or "?"
+            error(f"console: {message.text} (at {where})")
+
+    def on_response(response):
+        if response.status >= 400:
+            error(f"HTTP {response.status}: {response.url}")
+
+    page.on("request", lambda request: visit.requests.append(request.url))
+    page.on("console", on_console)
+    page.on("pageerror", lambda exception: error(f"page error: {exception}"))
+    page.on("requestfailed", lambda request: error(f"failed: {request.url}"))
+    page.on("response", on_response)
+
+
+async def check_accessibility(page, axe, visit: Visit) -> None:
+    """axe-core with every folded box opened: every rule in the light theme, and
+    the colour contrast again in the dark theme (the only rule the theme changes;
+    math is left out there: MathJax draws it in the colour of the text around it)."""
+    contrast_only = {
+        "resultTypes": ["violations"],
+        "runOnly": {"type": "rule", "values": ["color-contrast"]},
+    }
+    await page.evaluate(OPEN_EVERYTHING)
+    await page.wait_for_timeout(300)  # the toggles' transitions
+    for theme in ("light", "dark"):
+        await page.evaluate(SET_THEME, theme)
+        assert await page.evaluate("document.documentElement.dataset.theme") == theme
+        await page.wait_for_function(TRANSITIONS_DONE)
+        visit.axe_started = True
+        if theme == "light":
+            results = await axe.run(page)
+        else:
+            exclude = {"exclude": [["mjx-container"]]}
+            results = await axe.run(page, exclude, contrast_only)
+        visit.accessibility += serious_violations(
+            results.response, f"{theme} {visit.url}"
+        )
+
+
+async def survey_pages(site: str) -> Survey:
+    """Load every page, ``PAGES_AT_ONCE`` at a time in one Chromium (each page
+    renders in its own process: the cores work in parallel), and record what
+    each test of this module checks, so that no page is loaded twice at one width."""
+    from axe_playwright_python.async_playwright import Axe
+    from playwright.async_api import async_playwright
+
+    axe = Axe()
+    english = set(pages(ROOT))
+    chapters = set(lessons(ROOT))
+    laptop = {url: Visit(url) for url in page_urls(site)}
+    phone = {f"{site}/{name}.html": Visit(f"{site}/{name}.html") for name in english}
+    queue: asyncio.Queue[tuple[Visit, dict]] = asyncio.Queue()
+    for visit in laptop.values():
+        queue.put_nowait((visit, LAPTOP))
+    for visit in phone.values():
+        queue.put_nowait((visit, PHONE))
+
+    async def work(browser) -> None:
+        while not queue.empty():
+            visit, viewport = queue.get_nowait()
+            name = visit.url.removeprefix(f"{site}/").removesuffix(".html")
+            context = await browser.new_context(viewport=viewport)
+            try:
+                page = await context.new_page()
+                listen(page, visit)
+                await page.goto(visit.url, wait_until="load")
+                await wait_for_math_async(page)
+                if name in english:
+                    visit.equations = await page.evaluate(EQUATIONS)
+                if viewport is PHONE:
+                    continue
+                visit.math_blocks = await page.locator(".math").count()
+                visit.typeset = await page.locator("mjx-container").count()
+                visit.math_errors = await page.locator("mjx-merror").count()
+                if name in chapters:
+                    visit.figures = await page.evaluate(FIGURES)
+                await check_accessibility(page, axe, visit)
+            finally:
+                await context.close()
+
+    async with async_playwright() as playwright:
+        browser = await launch_async(playwright)
+        try:
+            await asyncio.gather(*(work(browser) for _ in range(PAGES_AT_ONCE)))
+        finally:
+            await browser.close()
+    return Survey(laptop, phone)
+
+
+@pytest.fixture(scope="module")
+def survey(site) -> Survey:
+    """The survey of every page, once for the module's five whole-site tests,
+    through playwright's asynchronous API in a thread of its own (the module's
+    ``browser`` is the synchronous API's, in this thread)."""
+    require_chromium()
+    with ThreadPoolExecutor(max_workers=1) as thread:
+        return thread.submit(asyncio.run, survey_pages(site)).result()
+
+
+def test_every_page_is_offline_clean_and_typesets_math(survey, site):
+    problems, math_pages = [], 0
+    for url, visit in survey.laptop.items():
+        outside = outside_requests(visit.requests, site)
+        if outside:
+            problems.append(f"{url} requested {outside}")
+        if visit.errors:
+            problems.append(f"{url} logged errors: {visit.errors}")
+        if visit.math_blocks:
+            math_pages += 1
+            if not visit.typeset:
+                problems.append(f"{url}: math left untypeset")
+            if visit.math_errors:
+                problems.append(f"{url}: MathJax error")
+    assert len(survey.laptop) == len(page_urls(site))
+    assert math_pages > 0, "no page with math was checked"
+    assert not problems, "\n".join(problems)
+
+
+def test_no_serious_accessibility_violation_on_any_page(survey):
+    """axe-core (bundled with axe-playwright-python: offline) on every page of
+    both languages, every folded box opened, in both themes (check_accessibility)."""
+    problems = [p for visit in survey.laptop.values() for p in visit.accessibility]
+    assert not problems, "\n".join(problems)
+
+
+def test_figure_text_is_as_large_as_the_caption(survey, site):
+    """On a 1280-pixel window, no text in a figure is smaller than the caption."""
+    from bookbuild.tools.figures import smallest_text_px
+
+    too_small, measured = [], 0
+    for chapter in lessons(ROOT):
+        for figure in survey.laptop[f"{site}/{chapter}.html"].figures:
+            measured += 1
+            svg = (HTML / chapter).parent.joinpath(figure["src"]).resolve()
+            smallest = smallest_text_px(
+                svg.read_text(encoding="utf-8"), figure["width"]
+            )
+            if smallest is not None and smallest < figure["caption"] - 0.05:
+                too_small.append(
+                    f"{chapter} #{figure['id']}: {smallest:.1f} px < caption "
+                    f"{figure['caption']:.1f} px"
+                )
+    assert measured > 30, measured
+    assert not too_small, "\n".join(too_small)
+
+
+def test_display_equations_fit_the_column_on_a_laptop(survey, site):
     """At 1280 pixels, no display equation is wider than the space it is given."""
     too_wide, measured = [], 0
     for page_name in pages(ROOT):
-        for eq in equations_of(browser, f"{site}/{page_name}.html", 1280, 900):
+        for eq in survey.laptop[f"{site}/{page_name}.html"].equations:
             measured += 1
             wide = eq["math"] > eq["box"] + 1 or eq["right"] > eq["columnRight"] + 1
             if not wide:
@@ -450,12 +497,12 @@ def test_display_equations_fit_the_column_on_a_laptop(site, browser):
     assert not too_wide, "\n".join(too_wide)
 
 
-def test_display_equations_scroll_but_are_never_cut_off_on_a_phone(site, browser):
+def test_display_equations_scroll_but_are_never_cut_off_on_a_phone(survey, site):
     """At 390 pixels an equation may be wider than the screen: it then scrolls in
     its own box, which stays within the column; no part is out of reach."""
     cut_off, scrolling = [], 0
     for page_name in pages(ROOT):
-        for eq in equations_of(browser, f"{site}/{page_name}.html", 390, 844):
+        for eq in survey.phone[f"{site}/{page_name}.html"].equations:
             where = f"{page_name} {eq['name']}"
             if eq["left"] < eq["columnLeft"] - 1 or eq["right"] > eq["columnRight"] + 1:
                 cut_off.append(f"{where}: its box leaves the column")

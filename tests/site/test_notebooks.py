@@ -71,29 +71,44 @@ def test_glued_numbers_are_filled_in(built_book):
     assert "Raschka (2024)" in text  # a citation
 
 
+# Runs the notebooks named after the working folder, two at a time; writes each
+# one, executed, to <executed>/<its position>.ipynb.
 RUNNER = """
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
 
+work, executed = sys.argv[1], Path(sys.argv[2])
 
-def run(path):
+
+def run(numbered):
+    number, path = numbered
     notebook = nbformat.read(path, as_version=4)
     NotebookClient(
         notebook,
         timeout=600,
         kernel_name="fresh",
-        resources={"metadata": {"path": sys.argv[1]}},
+        resources={"metadata": {"path": work}},
     ).execute()
+    nbformat.write(notebook, executed / f"{number}.ipynb")
     return path
 
 
 with ThreadPoolExecutor(max_workers=2) as pool:  # two kernels on two cores
-    for path in pool.map(run, sys.argv[2:]):
+    for path in pool.map(run, enumerate(sys.argv[3:])):
         print("ran", path, flush=True)
 """
+
+# The explorables' chapters, and the call that shows each one.
+EXPLORABLES = {
+    "attention-by-hand": "attention_by_hand(",
+    "scaled-dot-product": "scaled_scores(",
+    "masking": "mask_editor(",
+    "positions": "rope_offsets(",
+}
 
 
 @pytest.mark.slow
@@ -107,7 +122,8 @@ def test_both_editions_run_in_a_fresh_environment(built_book, student_site, tmp_
     arguments, same torch: the same numbers), so the notebooks read those models
     back instead of training them twice more. The build has proved the training
     runs; this proves that every other cell runs with nothing but the package as
-    a reader installs it."""
+    a reader installs it. In the executed notebooks, each explorable's cell
+    gives the widget (text/html) and its static figure (image/png)."""
     uv = str(Path(sys.executable).parent / "uv")
     venv = tmp_path / "venv"
     python = str(venv / "bin" / "python")
@@ -129,12 +145,16 @@ def test_both_editions_run_in_a_fresh_environment(built_book, student_site, tmp_
         return done.stdout
 
     run(uv, "venv", "--quiet", "--python", sys.executable, str(venv))
+    # Compiled once at install (seconds): where the environment sets
+    # PYTHONDONTWRITEBYTECODE, as this machine's does, every kernel would
+    # otherwise compile torch, NumPy and Matplotlib again as it starts.
     torch_from = make_variable(ROOT, "TORCH_FROM").split()
     run(
         uv,
         "pip",
         "install",
         "--quiet",
+        "--compile-bytecode",  # see below
         "--python",
         python,
         "--no-deps",  # its dependencies come with .[notebooks], as on Colab
@@ -154,6 +174,7 @@ def test_both_editions_run_in_a_fresh_environment(built_book, student_site, tmp_
         "pip",
         "install",
         "--quiet",
+        "--compile-bytecode",
         "--python",
         python,
         f"{package}[notebooks]",
@@ -167,6 +188,18 @@ def test_both_editions_run_in_a_fresh_environment(built_book, student_site, tmp_
         for site in (HTML, student_site)
         for chapter in LESSONS
     ]
-    (tmp_path / "work").mkdir()
-    output = run(python, "-c", RUNNER, str(tmp_path / "work"), *notebooks)
+    executed = tmp_path / "executed"
+    for folder in (tmp_path / "work", executed):
+        folder.mkdir()
+    output = run(python, "-c", RUNNER, str(tmp_path / "work"), executed, *notebooks)
     assert output.count("ran ") == 2 * len(LESSONS), output
+    names = [Path(chapter).name for chapter in LESSONS]  # the full edition's
+    for chapter, call in EXPLORABLES.items():
+        path = executed / f"{names.index(chapter)}.ipynb"
+        notebook = nbformat.read(path, as_version=4)
+        cell = next(
+            c for c in notebook.cells if c.cell_type == "code" and call in c.source
+        )
+        outputs = [o for o in cell.outputs if o.output_type == "execute_result"]
+        assert outputs and {"text/html", "image/png"} <= set(outputs[0].data), chapter
+        assert "qkv-explorable" in outputs[0].data["text/html"]

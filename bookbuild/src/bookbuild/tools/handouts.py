@@ -25,35 +25,57 @@ from pathlib import Path
 from bookbuild.toc import pages
 from bookbuild.tools.browser import launch, serve, wait_for_math
 
+#: How many pages are printed at once (one Chromium each: the cores work in parallel).
+PAGES_AT_ONCE = 2
+
+#: What would spoil a printed page: math left untypeset, MathJax errors, images
+#: that did not load.
+NOT_READY = """() => ({
+    untypeset: document.querySelectorAll('.math:not(:has(mjx-container))').length,
+    errors: document.querySelectorAll('mjx-merror').length,
+    brokenImages: [...document.images].filter(
+        (img) => !img.complete || img.naturalWidth === 0).length,
+})"""
+MARGINS = {"top": "15mm", "bottom": "15mm", "left": "12mm", "right": "12mm"}
+
 
 def print_pages(
     pages: list[str], root: Path = Path("."), language: str = ""
 ) -> list[Path]:
     """Print each page (``book/masking``) of the site built in ``root`` (of its
-    translation into ``language``, if given)."""
-    from playwright.sync_api import sync_playwright
+    translation into ``language``, if given), ``PAGES_AT_ONCE`` at a time; return
+    the PDFs in the order of ``pages``."""
+    from concurrent.futures import ThreadPoolExecutor
 
     html = Path(root) / "_build" / "html" / language
     out = Path(root) / "_build" / "pdf" / language
     if not (html / "index.html").exists():
         sys.exit(f"no built site in {html}: run `make book` first")
     out.mkdir(parents=True, exist_ok=True)
+    shares = [pages[start::PAGES_AT_ONCE] for start in range(PAGES_AT_ONCE)]
+    with serve(html) as base, ThreadPoolExecutor(PAGES_AT_ONCE) as threads:
+        # One playwright per thread: its synchronous API is not thread-safe.
+        printed = dict(
+            pair
+            for share in threads.map(lambda share: _print(share, base, out), shares)
+            for pair in share
+        )
+    return [printed[name] for name in pages]
+
+
+def _print(pages: list[str], base: str, out: Path) -> list[tuple[str, Path]]:
+    """Print ``pages`` from the site served at ``base`` into ``out``, in one
+    Chromium; return (page, PDF) pairs."""
+    from playwright.sync_api import sync_playwright
+
     written = []
-    with serve(html) as base, sync_playwright() as playwright:
+    with sync_playwright() as playwright:
         browser = launch(playwright)
         page = browser.new_page()
         for name in pages:
             page.goto(f"{base}/{name}.html", wait_until="load")
             wait_for_math(page)
-            problems = page.evaluate(
-                """() => ({
-                    untypeset: document.querySelectorAll(
-                        '.math:not(:has(mjx-container))').length,
-                    errors: document.querySelectorAll('mjx-merror').length,
-                    brokenImages: [...document.images].filter(
-                        (img) => !img.complete || img.naturalWidth === 0).length,
-                })"""
-            )
+            problems = page.evaluate(NOT_READY)
             if any(problems.values()):
                 raise RuntimeError(f"{name}: not ready to print: {problems}")
             target = out / f"{Path(name).name}.pdf"
@@ -61,14 +83,9 @@ def print_pages(
                 path=str(target),
                 format="A4",
                 print_background=True,
-                margin={
-                    "top": "15mm",
-                    "bottom": "15mm",
-                    "left": "12mm",
-                    "right": "12mm",
-                },
+                margin=MARGINS,
             )
-            written.append(target)
+            written.append((name, target))
             print(f"pdf: {target}")
         browser.close()
     return written
