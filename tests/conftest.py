@@ -102,3 +102,20 @@ def small_book(tmp_path):
         return write_small_book(tmp_path / folder, pages, **options)
 
     return write
+
+
+@pytest.fixture
+def trained_results(monkeypatch):
+    """For a test that trains a chapter's model on seeds 0-4 (the claims that
+    must hold on every seed): ``QKV_RESULTS`` names the build's ``_build/results``
+    and torch uses one thread, as in the book's kernels. The same call with the
+    same code then trains once, in the test or in the build, whichever comes
+    first, and the other reads it back (``qkv.experiments._results``); a change
+    of ``qkv`` trains again, in both."""
+    import torch
+
+    monkeypatch.setenv("QKV_RESULTS", str(ROOT / "_build" / "results"))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
