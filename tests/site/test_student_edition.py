@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
 
@@ -90,3 +91,102 @@ def test_french_student_edition_has_no_solution(student_site):
         text = "\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
         assert "**Solution.**" not in text, chapter
         assert "**Exercice.**" in text, chapter
+
+
+SOLUTION = re.compile(r"\{solution-start\}.*?\{solution-end\}", re.S)
+ANSWER = re.compile(r"^(:{3,})\{dropdown\} Answer\n(.*?)^\1$", re.S | re.M)
+
+
+def solution_lines() -> dict[str, tuple[set[str], set[str]]]:
+    """Per chapter, the lines only its solutions and answers hold (stripped, at
+    least 25 characters, found nowhere else: not in any chapter outside its
+    solutions, nor in the package a page may show): (code, prose)."""
+    from bookbuild.tools.chapter_code import code_cells
+
+    hidden, elsewhere = {}, set()
+    for chapter in lessons(ROOT):
+        text = (ROOT / f"{chapter}.md").read_text(encoding="utf-8")
+        blocks = [m.group(0) for m in SOLUTION.finditer(text)]
+        hidden[chapter] = blocks + [m.group(2) for m in ANSWER.finditer(text)]
+        rest = ANSWER.sub("", SOLUTION.sub("", text))
+        elsewhere |= {line.strip() for line in rest.splitlines()}
+    for module in (ROOT / "src" / "qkv").rglob("*.py"):
+        text = module.read_text(encoding="utf-8")
+        elsewhere |= {line.strip() for line in text.splitlines()}
+
+    def own(lines) -> set[str]:
+        return {
+            line.strip()
+            for line in lines
+            if len(line.strip()) >= 25 and line.strip() not in elsewhere
+        }
+
+    found = {}
+    for chapter, blocks in hidden.items():
+        cells = [cell for block in blocks for cell in code_cells(block)]
+        code = own(line for cell in cells for line in cell.splitlines())
+        prose = own(line for block in blocks for line in block.splitlines()) - code
+        found[chapter] = (code, prose)
+    return found
+
+
+def readable_text(path: Path) -> str | None:
+    """What a reader of ``path`` can read: an HTML page's text (tags removed,
+    entities resolved), a notebook's cells, a text file as it is; None for the
+    rest (images, fonts, compressed inventories)."""
+    if path.suffix == ".html":
+        return html.unescape(re.sub(r"<[^>]+>", "", path.read_text(encoding="utf-8")))
+    if path.suffix == ".ipynb":
+        import nbformat
+
+        notebook = nbformat.read(path, as_version=4)
+        return "\n".join(cell.source for cell in notebook.cells)
+    if path.suffix in (".md", ".txt", ".js", ".json", ".py", ".tex", ".bib"):
+        return path.read_text(encoding="utf-8", errors="replace")
+    return None
+
+
+def test_no_file_of_the_student_site_holds_a_solution(student_site):
+    """Every file of the student edition, both languages (pages, notebooks,
+    sources, search index, scripts): no line that only a solution or an answer
+    holds. Code lines are looked for everywhere, prose lines in the files that
+    keep the source's markup (a page renders roles and math)."""
+    fingerprints = solution_lines()
+    code = set().union(*(c for c, _ in fingerprints.values()))
+    prose = set().union(*(p for _, p in fingerprints.values()))
+    assert len(code) > 100 and len(prose) > 50, (len(code), len(prose))
+    # The fingerprints find what they look for: in the full edition's page of a
+    # chapter, its solutions' code is there.
+    full_page = readable_text(HTML / "book" / "masking.html").splitlines()
+    full_lines = {line.strip() for line in full_page}
+    assert len(full_lines & fingerprints["book/masking"][0]) > 5
+
+    leaks, files = [], 0
+    for path in sorted(student_site.rglob("*")):
+        text = readable_text(path) if path.is_file() else None
+        if text is None:
+            continue
+        files += 1
+        lines = {line.strip() for line in text.splitlines()}
+        raw = path.suffix not in (".html", ".ipynb")
+        found = sorted(lines & (code | prose if raw else code))
+        if found:
+            where = path.relative_to(student_site)
+            leaks.append(f"{where}: {len(found)} solution lines, e.g. {found[0]!r}")
+    assert files > 100, files
+    assert not leaks, "\n".join(leaks)
+
+
+def test_the_student_pages_offer_no_source_download(student_site):
+    """No "download the source" button (it served _sources/, solutions and all),
+    and no _sources/ folder; the notebook link stays."""
+    assert not (student_site / "_sources").exists()
+    assert not (student_site / "fr" / "_sources").exists()
+    for page in lessons(ROOT):
+        for site in (student_site, student_site / "fr"):
+            text = (site / f"{page}.html").read_text(encoding="utf-8")
+            assert "download-source-button" not in text, page
+            assert "_sources/" not in text, page
+            assert "_notebooks/" in text, page
+    full = (HTML / "book" / "masking.html").read_text(encoding="utf-8")
+    assert "download-source-button" in full  # the full edition keeps it
