@@ -79,8 +79,10 @@ notebooks-branch: $(INSTALLED)
 
 # Everything the site is built from: if none of it changed since the last
 # successful build, `make book` has nothing to do.
+# Not what installing writes (*.egg-info) or Python caches.
 BOOK_INPUTS := $(shell find book src bookbuild/src img locales -type f -not -name '*.pyc' \
-	-not -name '*.mo' 2>/dev/null) _config.yml _toc.yml references.bib \
+	-not -name '*.mo' -not -path '*.egg-info/*' -not -path '*/__pycache__/*' \
+	2>/dev/null) _config.yml _toc.yml references.bib \
 	requirements.lock pyproject.toml bookbuild/pyproject.toml
 BUILT := _build/html/.built
 # `make book EDITION=student`: the same book without solutions, in its own folder.

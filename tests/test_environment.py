@@ -136,3 +136,18 @@ def test_the_readme_gives_the_path_without_make():
     ):
         assert step in portable, step
     assert f"torch=={make_variable(ROOT, 'TORCH_VERSION')}" in portable
+    # Typed as written on Linux, the torch line gets the CPU build: the index is
+    # on the line itself, not in a comment.
+    linux = [line for line in portable.splitlines() if line.endswith("# Linux")]
+    assert len(linux) == 1, linux
+    command = linux[0].split("#")[0]
+    assert command.startswith("pip install torch==")
+    assert "--index-url https://download.pytorch.org/whl/cpu" in command
+
+
+def test_installing_the_package_is_not_an_input_of_the_book():
+    """`make book` rebuilds when an input changed: what `pip install -e .` writes
+    (src/*.egg-info) and Python's caches are not inputs."""
+    inputs = make_variable(ROOT, "BOOK_INPUTS").split()
+    assert any(path.startswith("src/qkv/") for path in inputs)
+    assert not [path for path in inputs if ".egg-info" in path or "__pycache__" in path]
