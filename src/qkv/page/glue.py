@@ -19,8 +19,8 @@ with ``qkv`` alone.
 from __future__ import annotations
 
 import numbers
-from decimal import ROUND_HALF_UP, Decimal
 from collections.abc import Iterable, Mapping, Sequence
+from decimal import ROUND_HALF_UP, Decimal
 
 import numpy as np
 from torch import Tensor, nn
