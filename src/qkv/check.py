@@ -91,17 +91,32 @@ class CheckResult:
         checker: the name of the checker that ran.
         cases: the cases that ran and passed, in order.
         skipped: the cases that did not run (the mask cases, with ``masks=False``).
+        weights_unchecked: the cases in which the code returned only the output
+            (or ``(output, None)``): there, only the output was checked.
     """
 
     checker: str
     cases: tuple[str, ...]
     skipped: tuple[str, ...] = ()
+    weights_unchecked: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         lines = [f"{self.checker}: all {len(self.cases)} cases passed."]
         lines += [f"  {i}. {case}" for i, case in enumerate(self.cases, 1)]
         if self.skipped:
             lines.append(f"Not run (masks=False): {len(self.skipped)} mask cases.")
+        unchecked = len(self.weights_unchecked)
+        if unchecked:
+            which = (
+                "in every case"
+                if unchecked == len(self.cases)
+                else f"in {unchecked} of the {len(self.cases)} cases"
+            )
+            lines.append(
+                f"Weights not checked: your code returned no weights {which}, so "
+                "only the output was checked. Return (output, weights) to have "
+                "the weights checked too."
+            )
         return "\n".join(lines)
 
     __str__ = __repr__
@@ -387,6 +402,7 @@ class _Run:
         self.number = 0
         self.called = ""
         self.empty_rows = False  # does this case mask a whole row?
+        self.weights_unchecked: list[str] = []  # cases that returned no weights
 
     @property
     def case(self) -> _Case:
@@ -450,8 +466,11 @@ class _Run:
         return result
 
     def unpack(self, result: Any, what: str) -> tuple[Tensor, Tensor | None]:
-        """Split a result into (output, weights or None); refuse anything else."""
+        """Split a result into (output, weights or None); refuse anything else.
+        A case that returns no weights is noted: the result says they went
+        unchecked."""
         if isinstance(result, Tensor):
+            self.weights_unchecked.append(self.case.name)
             return result, None
         if (
             isinstance(result, tuple | list)
@@ -459,6 +478,8 @@ class _Run:
             and isinstance(result[0], Tensor)
             and (result[1] is None or isinstance(result[1], Tensor))
         ):
+            if result[1] is None:
+                self.weights_unchecked.append(self.case.name)
             return result[0], result[1]
         if isinstance(result, tuple | list):
             got = (
@@ -507,7 +528,9 @@ def _run_cases(
             run.number, run.called, run.empty_rows = number, "", False
             case.run(run)
     skipped = tuple(case.name for case in cases if case.masked and not masks)
-    return CheckResult(checker, tuple(case.name for case in chosen), skipped)
+    names = tuple(case.name for case in chosen)
+    unchecked = tuple(dict.fromkeys(run.weights_unchecked))  # in order, once
+    return CheckResult(checker, names, skipped, unchecked)
 
 
 # --- typical mistakes, computed on the same inputs ----------------------------

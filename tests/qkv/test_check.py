@@ -784,7 +784,33 @@ def test_correct_code_passes(check, student, count):
     assert len(result.cases) == count
     assert result.skipped == ()
     assert repr(result).startswith(f"{check.__name__}: all {count} cases passed.")
-    assert repr(result).count("\n") == count
+    assert repr(result).count("\n") == count + bool(result.weights_unchecked)
+
+
+def test_result_says_the_weights_went_unchecked_when_none_were_returned():
+    """A function that returns only the output passes on its output, and the
+    result says that its weights were not checked."""
+
+    def output_only(q, k, v, attn_mask=None):
+        return qkv.scaled_dot_product_attention(q, k, v, attn_mask)[0]
+
+    def output_and_none(q, k, v, attn_mask=None):
+        return output_only(q, k, v, attn_mask), None
+
+    for student in (output_only, output_and_none):
+        result = check_scaled_dot_product_attention(student)
+        assert result.weights_unchecked == result.cases
+        text = repr(result)
+        assert "Weights not checked" in text
+        assert "returned no weights in every case" in text
+    both = check_scaled_dot_product_attention(qkv.scaled_dot_product_attention)
+    assert both.weights_unchecked == ()
+    assert "not checked" not in repr(both)
+
+
+def test_result_counts_the_cases_without_weights():
+    result = CheckResult("check_x", ("a", "b", "c"), weights_unchecked=("b",))
+    assert "returned no weights in 1 of the 3 cases" in repr(result)
 
 
 @pytest.mark.parametrize("name", CHECKERS)

@@ -23,6 +23,12 @@ from qkv.page.glue import human_bytes
         (3 * 2**60, "3,072.0 PiB"),
         (np.int64(2**20), "1.0 MiB"),
         (2.5 * 2**10, "2.5 KiB"),
+        # halves round up, not to even: Llama 2 70B's cache of 4,096 tokens
+        (1.25 * 2**30, "1.3 GiB"),
+        (1.75 * 2**30, "1.8 GiB"),
+        (0.05 * 2**30 + 2**30, "1.1 GiB"),
+        (2.5, "3 B"),
+        (1023.5, "1.0 KiB"),
     ],
 )
 def test_human_bytes(n_bytes, text):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Iterable, Mapping, Sequence
+from decimal import ROUND_HALF_UP, Decimal
 
 import numpy as np
 from torch import Tensor, nn
@@ -122,12 +123,18 @@ def human_bytes(n_bytes: float) -> str:
         raise ValueError(f"n_bytes must be a number, got {n_bytes!r}")
     if not 0 <= n_bytes < float("inf"):
         raise ValueError(f"n_bytes must be finite and >= 0, got {n_bytes!r}")
-    if round(n_bytes) < 1024:
-        return f"{n_bytes:,.0f} B"
+    # Halves round up, as a reader expects (1.25 GiB is "1.3 GiB", not the
+    # "1.2 GiB" of Python's round-half-even): sizes in binary units are often
+    # exact halves. Decimal rounds the float's exact value.
+    size = Decimal(float(n_bytes))
+    whole = size.quantize(Decimal(1), rounding=ROUND_HALF_UP)
+    if whole < 1024:
+        return f"{whole:,f} B"
     for unit in ("KiB", "MiB", "GiB", "TiB", "PiB"):
-        n_bytes /= 1024
-        if round(n_bytes, 1) < 1024 or unit == "PiB":  # never "1,024.0 KiB"
-            return f"{n_bytes:,.1f} {unit}"
+        size /= 1024
+        tenths = size.quantize(Decimal("0.1"), rounding=ROUND_HALF_UP)
+        if tenths < 1024 or unit == "PiB":  # never "1,024.0 KiB"
+            return f"{tenths:,f} {unit}"
     raise AssertionError("unreachable")  # pragma: no cover
 
 
