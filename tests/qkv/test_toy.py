@@ -368,15 +368,71 @@ def test_full_training_meets_the_chapter_targets(num_heads):
     assert toy.accuracy_without_heads(result.model, batch, [head]) < 0.7
 
 
-# slow: the chapter's baselines, each trained in full
+#: The settings of the chapter's model (book/how-attention-learns.md), seed aside:
+#: the seed tests train with the same arguments, so the build and the tests share
+#: each trained result (fixture ``trained_results``).
+CHAPTER_SETTINGS = {"steps": 400, "batch_size": 64, "embed_dim": 64, "num_heads": 2}
+SEEDS = range(5)
+
+
+def chapter_run(seed, **change):
+    return toy.train(**(CHAPTER_SETTINGS | {"seed": seed}), **change)
+
+
 @pytest.mark.slow
-def test_models_without_word_order_stay_near_chance():
-    results = toy.baselines(seed=0)
-    assert set(results) >= set(toy.MODEL_BASELINES)
-    # Measured: 0.53 and 0.52, as the best bag-of-words rule (0.53).
-    for name in toy.MODEL_BASELINES:
-        assert results[name] <= 0.6, (name, results[name])
-        assert results[name] <= results["best bag of words"] + 0.05
+def test_one_head_finds_the_subject_and_matters_most_on_seeds_0_to_4(
+    trained_results,
+):
+    """slow: trains the chapter's model on five seeds (about 3 s each)."""
+    # Measured: accuracy 1.0 on every seed; the head gives the subject 0.888 to
+    # 0.975; without it 0.553, 0.659, 0.484, 0.990, 0.703; without the other
+    # 1.0, 0.926, 1.0, 1.0, 1.0.
+    for seed in SEEDS:
+        run = chapter_run(seed)
+        assert run.missed_targets() in ([], ["cpu_seconds"]), seed
+        shares = toy.slot_attention(run.model, run.heldout)
+        head, other = run.head, 1 - run.head
+        assert shares["other animal"][head] + shares["place"][head] < 0.05, seed
+        without = toy.head_ablation(run.model, toy.encode(run.heldout))
+        assert without[head] <= without[other], (seed, without)
+
+
+@pytest.mark.slow
+def test_which_heads_the_model_needs_changes_with_the_seed_on_seeds_0_to_4(
+    trained_results,
+):
+    """slow: trains the chapter's model on five seeds (about 3 s each)."""
+    without_main = {}
+    for seed in SEEDS:
+        run = chapter_run(seed)
+        without = toy.head_ablation(run.model, toy.encode(run.heldout))
+        without_main[seed] = without[run.head]
+    # Seed 0: near chance without its head (the chapter's one-run story).
+    rules = toy.rule_baselines(chapter_run(0).heldout)
+    noise = (0.25 / len(chapter_run(0).heldout)) ** 0.5
+    assert without_main[0] <= rules["best bag of words"] + 3 * noise
+    # Below 0.7 on some seeds, not on all.
+    assert 0 < sum(a < 0.7 for a in without_main.values()) < len(SEEDS)
+    # Seed 3: both heads look at the subject and either one is enough.
+    run = chapter_run(3)
+    shares = toy.slot_attention(run.model, run.heldout)
+    assert min(shares["subject"]) > 0.85
+    assert min(toy.head_ablation(run.model, toy.encode(run.heldout))) >= 0.99
+
+
+@pytest.mark.slow
+def test_models_without_word_order_stay_near_chance_on_seeds_0_to_4(
+    trained_results,
+):
+    """slow: trains the chapter's two baselines on five seeds (about 3 s each)."""
+    # Measured: 0.506 to 0.529 without positions, 0.499 to 0.525 with the mean.
+    for seed in SEEDS:
+        model = chapter_run(seed).accuracy
+        bag = toy.rule_baselines(toy.heldout_examples(seed))["best bag of words"]
+        for name, change in toy.MODEL_BASELINES.items():
+            accuracy = chapter_run(seed, **change).accuracy
+            assert accuracy <= 0.6 and accuracy <= bag + 0.05, (seed, name)
+            assert model - accuracy > 0.3, (seed, name)
 
 
 # slow: a full training run, for the chapter's claim about it

@@ -32,11 +32,16 @@ each head does. Everything is deterministic for a given seed: the data come from
 ``random.Random(seed)`` and the weights from ``torch.manual_seed(seed)``.
 
 Shapes: B batch (sentences), H heads, S sentence length (padded), D model dim.
+
+The module also holds the lookup task of the chapter *scaled-dot-product*
+(:func:`train_lookup`): one attention layer learns to return the number attached
+to the key that matches its query, with and without the division by sqrt(d_k).
 """
 
 from __future__ import annotations
 
 import copy
+import math
 import random
 import time
 from collections.abc import Callable, Iterable
@@ -45,7 +50,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor, nn
 
-from qkv.attention import MultiHeadAttention
+from qkv.attention import MultiHeadAttention, scaled_dot_product_attention
 from qkv.experiments._results import remembered
 
 #: Animals, by gender: the subject and the other animals of a sentence.
@@ -669,3 +674,71 @@ def baselines(seed: int = 0, **train_kwargs) -> dict[str, float]:
     for name, change in MODEL_BASELINES.items():
         out[name] = train(seed, **train_kwargs, **change).accuracy
     return out
+
+
+# A lookup task, for the chapter *scaled-dot-product*: does the division of the
+# scores by sqrt(d_k) change how fast a layer learns?
+
+
+def lookup_batch(
+    generator: torch.Generator, batch: int, n_keys: int = 8, d_model: int = 32
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Random keys with a number each; the query is one of the keys.
+
+    Returns ``(query, keys, numbers, answer)`` of shapes (B, 1, D), (B, S, D),
+    (B, S, 1) and (B, 1): the answer is the number of the query's key.
+    """
+    keys = torch.randn(batch, n_keys, d_model, generator=generator)
+    numbers = torch.randn(batch, n_keys, 1, generator=generator)
+    which = torch.randint(n_keys, (batch,), generator=generator)  # (B,)
+    rows = torch.arange(batch)
+    return keys[rows, which][:, None], keys, numbers, numbers[rows, which]
+
+
+@remembered
+def train_lookup(
+    scaled: bool,
+    seed: int = 0,
+    steps: int = 300,
+    lr: float = 1e-3,
+    d_model: int = 32,
+    d_k: int = 512,
+) -> list[float]:
+    """Train W_q and W_k on the lookup task; held-out loss every 10 steps.
+
+    With ``scaled``, the scores are divided by sqrt(d_k); without, not. The
+    same seed gives both the same start, batches and held-out examples.
+    """
+    scale = 1 / math.sqrt(d_k) if scaled else 1.0
+    generator = torch.Generator().manual_seed(seed)
+    W_q = torch.randn(d_model, d_k, generator=generator) / math.sqrt(d_model)
+    W_k = torch.randn(d_model, d_k, generator=generator) / math.sqrt(d_model)
+    W_q.requires_grad_()
+    W_k.requires_grad_()
+    optimiser = torch.optim.Adam([W_q, W_k], lr=lr)
+    held_out = lookup_batch(torch.Generator().manual_seed(1000 + seed), 1000)
+
+    def loss_on(query, keys, numbers, answer):
+        found, _ = scaled_dot_product_attention(
+            query @ W_q, keys @ W_k, numbers, scale=scale
+        )  # (B, 1, 1): the weighted average of the numbers
+        return ((found[:, 0] - answer) ** 2).mean()
+
+    curve = []
+    with torch.enable_grad():  # even if the caller switched gradients off
+        for step in range(steps + 1):
+            if step % 10 == 0:
+                with torch.no_grad():
+                    curve.append(float(loss_on(*held_out)))
+            if step < steps:
+                loss = loss_on(*lookup_batch(generator, batch=32))
+                optimiser.zero_grad()
+                loss.backward()
+                optimiser.step()
+    return curve
+
+
+def steps_to(curve: list[float], threshold: float = 0.1) -> int | None:
+    """The first step of a :func:`train_lookup` curve (one point every 10 steps)
+    at which the held-out loss is below ``threshold``; None if it never is."""
+    return next((10 * i for i, loss in enumerate(curve) if loss < threshold), None)
