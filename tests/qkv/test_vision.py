@@ -235,3 +235,88 @@ def test_vit_reaches_the_target_on_heldout_digits():
     maps = result.cls_maps
     assert maps.shape == (len(result.examples), 3, 4, 16)  # (E, Ly, H, N)
     assert (maps >= 0).all() and (maps.sum(-1) <= 1 + 1e-5).all()
+
+
+# The claims of the chapter attention-on-images that must hold on seeds 0-4: the
+# chapter trains these very calls (vision.train with patch_size 4 and 2, 12
+# epochs, the default split), so the test and the build share the results.
+CHAPTER_EPOCHS = 12
+SEEDS = range(5)
+
+
+def chapter_runs(patch_size: int) -> list:
+    """The chapter's models with ``patch_size``, for seeds 0-4."""
+    data = vision.load_digits()
+    return [
+        vision.train(seed=s, patch_size=patch_size, epochs=CHAPTER_EPOCHS, data=data)
+        for s in SEEDS
+    ]
+
+
+def baseline_accuracy() -> float:
+    """The chapter's logistic regression on the 64 pixels, held-out accuracy."""
+    from sklearn.linear_model import LogisticRegression
+
+    data = vision.load_digits()
+    fitted = LogisticRegression(max_iter=2000).fit(
+        data.train_images.flatten(1).numpy(), data.train_labels.numpy()
+    )
+    return fitted.score(data.test_images.flatten(1).numpy(), data.test_labels.numpy())
+
+
+@pytest.mark.slow
+def test_vit_reaches_the_target_and_beats_the_baseline_by_a_few_images_on_seeds_0_to_4(
+    trained_results,
+):
+    """Slow: trains the chapter's model on five seeds (a few seconds each)."""
+    baseline = baseline_accuracy()
+    for run in chapter_runs(4):
+        n_test = len(run.data.test_labels)
+        assert run.accuracy >= 0.95
+        gap = round((run.accuracy - baseline) * n_test)  # held-out images
+        assert 1 <= gap <= 0.02 * n_test
+
+
+@pytest.mark.slow
+def test_cls_layer_0_nearly_even_and_deeper_heads_sharp_on_seeds_0_to_4(
+    trained_results,
+):
+    """Slow: trains the chapter's model on five seeds (a few seconds each)."""
+    for run in chapter_runs(4):
+        maps = vision.cls_attention(run.model, run.data.test_images)  # (B, Ly, H, M)
+        largest = maps.amax(dim=-1)  # (B, Ly, H)
+        uniform = 1 / (maps.shape[-1] + 1)
+        per_layer = largest.mean(dim=(0, 2))  # (Ly,)
+        assert per_layer[0] < 1.5 * uniform
+        assert (per_layer[1:] > 0.5).all()
+        deep = largest[:, 1:].mean(dim=0)  # (Ly - 1, H)
+        assert int((deep > 0.5).sum()) > deep.numel() / 2  # "most deeper heads"
+
+
+@pytest.mark.slow
+def test_deeper_heads_split_between_ink_and_blank_and_the_split_changes_on_seeds_0_to_4(
+    trained_results,
+):
+    """Slow: trains the chapter's model on five seeds (a few seconds each)."""
+    counts = []
+    for run in chapter_runs(4):
+        images = run.data.test_images
+        ink = vision.patchify(images, 4).mean(dim=-1)  # (B, M)
+        maps = vision.cls_attention(run.model, images)  # (B, Ly, H, M)
+        seen = (maps * ink[:, None, None]).sum(-1) / maps.sum(-1)  # (B, Ly, H)
+        ratio = seen.mean(dim=0)[1:] / ink.mean()  # (Ly - 1, H)
+        n_ink = int((ratio > 1).sum())
+        assert 0 < n_ink < ratio.numel()  # some seek ink, some blank paper
+        counts.append(n_ink)
+    assert len(set(counts)) > 1  # which heads do what changes with the seed
+
+
+@pytest.mark.slow
+def test_4x4_patches_beat_2x2_and_2x2_loss_is_unfinished_on_seeds_0_to_4(
+    trained_results,
+):
+    """Slow: trains the chapter's models with two patch sizes on five seeds."""
+    for four, two in zip(chapter_runs(4), chapter_runs(2), strict=True):
+        n_test = len(four.data.test_labels)
+        assert round((four.accuracy - two.accuracy) * n_test) > 1
+        assert two.history[-1] > 2 * four.history[-1]
