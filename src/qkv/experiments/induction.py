@@ -47,22 +47,26 @@ from qkv.validate import check_int, check_positive
 
 __all__ = [
     "Batch",
+    "FREE_RUNNING",
     "POSITIONS",
     "InductionModel",
     "Measurement",
     "TrainResult",
+    "best_fixed_offset",
+    "free_running",
     "heldout_batch",
     "make_batch",
     "measure",
     "train",
+    "without_head",
 ]
 
 #: Token ids 0..V-1, drawn uniformly (with replacement: chance repeats happen).
 VOCAB_SIZE = 64
 #: T, the length of every sequence.
-SEQ_LEN = 20
+SEQ_LEN = 24
 #: The length of the repeated segment.
-SEGMENT_LEN = 8
+SEGMENT_LEN = 6
 
 
 @dataclass
@@ -93,8 +97,9 @@ def make_batch(
 
     Explained in the chapter *decoders*. Each sequence is ``seq_len -
     segment_len`` uniform random tokens; a segment of them starting at ``first``
-    (uniform in ``0 .. T - 2 * segment_len``) is inserted again at ``repeat``
-    (uniform in ``first + segment_len .. T - segment_len``).
+    is inserted again at ``repeat``. The gap ``repeat - first`` is uniform over
+    ``segment_len .. T - segment_len``, then ``first`` is uniform over the
+    starts that leave room for the repeat.
 
     Args:
         batch_size: B.
@@ -113,12 +118,15 @@ def make_batch(
     base = torch.randint(
         vocab_size, (batch_size, seq_len - segment_len), generator=generator
     )  # (B, T - segment_len)
-    first = torch.randint(
-        seq_len - 2 * segment_len + 1, (batch_size,), generator=generator
-    )
-    room = seq_len - 2 * segment_len - first + 1  # choices for the repeat, (B,)
+    # The gap between the two starts first, uniform over every value it may
+    # take, so that no fixed offset points at the earlier copy (see
+    # best_fixed_offset); then the first start, uniform given the gap.
+    gaps = seq_len - 2 * segment_len + 1  # the gap takes L .. T - L
+    gap = segment_len + torch.randint(gaps, (batch_size,), generator=generator)
+    room = seq_len - segment_len - gap + 1  # choices for the first start, (B,)
     draw = torch.rand(batch_size, generator=generator)
-    repeat = first + segment_len + (draw * room).long()  # (B,)
+    first = (draw * room).long()  # (B,)
+    repeat = first + gap  # (B,)
     # Position t of a sequence reads base[index[t]]: before the repeat, base
     # itself; in the repeat, the segment again; after it, the rest of base.
     t = torch.arange(seq_len)[None, :]  # (1, T)
@@ -132,6 +140,84 @@ def make_batch(
 def heldout_batch(seed: int = 0, n: int = 1000) -> Batch:
     """The held-out sequences :func:`train` measures on: generator ``seed + 10_000``."""
     return make_batch(n, torch.Generator().manual_seed(seed + 10_000))
+
+
+def best_fixed_offset(batch: Batch) -> tuple[int, float]:
+    """The best rule "the next token is the one ``d`` positions back".
+
+    Explained in the chapter *decoders*: a baseline that needs no induction.
+    Scored like :func:`measure`'s repeat accuracy (tokens 2..L of the repeat),
+    for every offset ``d`` in 1 .. T - 1.
+
+    Returns:
+        ``(d, accuracy)`` for the offset with the highest accuracy.
+    """
+    rows = torch.arange(len(batch.tokens))[:, None]  # (B, 1)
+    targets = batch.repeat[:, None] + torch.arange(1, batch.segment_len)  # (B, L-1)
+    truth = batch.tokens[rows, targets]
+    best = (0, -1.0)
+    for offset in range(1, batch.tokens.shape[1]):
+        source = targets - offset
+        valid = source >= 0
+        guess = batch.tokens[rows, source.clamp(min=0)]
+        accuracy = float(((guess == truth) & valid).float().mean())
+        if accuracy > best[1]:
+            best = (offset, accuracy)
+    return best
+
+
+#: How many held-out sequences :func:`train` writes greedily (free running).
+FREE_RUNNING = 50
+
+
+def free_running(model: InductionModel, batch: Batch) -> tuple[float, float, float]:
+    """Teacher-forced and free-running (greedy) accuracy on the repeat.
+
+    Explained in the chapter *decoders*. Each sequence is cut after the first
+    token of its repeat; the model then appends its own most likely next token
+    until the repeat ends (free running). Teacher-forced, it predicts the same
+    tokens reading the true ones before each.
+
+    Returns:
+        ``(teacher_forced, free_running, whole)``: the accuracy per token of the
+        repeat (tokens 2..L) each way, and the share of sequences whose repeat
+        was written without a mistake.
+    """
+    length = batch.segment_len
+    with torch.no_grad():
+        logits, _ = model(batch.tokens, need_weights=False)
+        forced_hits, free_hits, whole = [], [], []
+        for i in range(len(batch.tokens)):
+            start = int(batch.repeat[i])
+            truth = batch.tokens[i, start + 1 : start + length]  # (L - 1,)
+            forced = logits[i, start : start + length - 1].argmax(dim=-1)
+            text = batch.tokens[i : i + 1, : start + 1]  # (1, t): the prompt
+            while text.shape[1] < start + length:
+                step, _ = model(text, need_weights=False)  # (1, t, V)
+                text = torch.cat([text, step[:, -1:].argmax(dim=-1)], dim=1)
+            written = text[0, start + 1 :]
+            forced_hits.append(forced == truth)
+            free_hits.append(written == truth)
+            whole.append(bool((written == truth).all()))
+    return (
+        float(torch.cat(forced_hits).float().mean()),
+        float(torch.cat(free_hits).float().mean()),
+        sum(whole) / len(whole),
+    )
+
+
+def without_head(model: InductionModel, layer: int, head: int) -> InductionModel:
+    """A copy of ``model`` whose head ``head`` of layer ``layer`` writes nothing.
+
+    Explained in the chapter *decoders*: the head's output enters the residual
+    stream only through its columns of ``W_o.weight``, set to zero.
+    """
+    ablated = copy.deepcopy(model)
+    attention = ablated.layers[layer]
+    size = attention.head_dim
+    with torch.no_grad():
+        attention.W_o.weight[:, head * size : (head + 1) * size] = 0.0
+    return ablated
 
 
 #: Where :class:`InductionModel` adds its position embeddings.
@@ -170,7 +256,7 @@ class InductionModel(nn.Module):
         self,
         vocab_size: int = VOCAB_SIZE,
         max_len: int = SEQ_LEN,
-        embed_dim: int = 32,
+        embed_dim: int = 64,
         num_heads: int = 2,
         num_layers: int = 2,
         positions: str = "queries-keys",
@@ -317,6 +403,12 @@ class TrainResult:
         heldout: the held-out sequences.
         example: one held-out sequence (a :class:`Batch` of one) to draw.
         example_weights: its attention, (N, H, T, T).
+        ablated_accuracy: (N, H), the repeat accuracy with each head removed
+            (:func:`without_head`), on the held-out sequences.
+        teacher_forced: the repeat accuracy on the first :data:`FREE_RUNNING`
+            held-out sequences, reading the true tokens (:func:`free_running`).
+        free_running: the same, writing its own tokens.
+        whole_repeats: the share of those sequences written without a mistake.
         seconds: wall time of the training.
         cpu_seconds: its CPU time (``time.process_time``).
     """
@@ -336,6 +428,10 @@ class TrainResult:
     heldout: Batch = field(repr=False)
     example: Batch = field(repr=False)
     example_weights: Tensor = field(repr=False)
+    ablated_accuracy: Tensor = field(repr=False)
+    teacher_forced: float = 0.0
+    free_running: float = 0.0
+    whole_repeats: float = 0.0
     seconds: float = 0.0
     cpu_seconds: float = 0.0
 
@@ -343,14 +439,14 @@ class TrainResult:
 @remembered
 def train(
     seed: int = 0,
-    steps: int = 600,
+    steps: int = 1000,
     batch_size: int = 128,
     lr: float = 1e-2,
-    embed_dim: int = 32,
+    embed_dim: int = 64,
     num_heads: int = 2,
     positions: str = "queries-keys",
     n_heldout: int = 1000,
-    eval_every: int = 50,
+    eval_every: int = 10,
 ) -> TrainResult:
     """Train an :class:`InductionModel` on next-token prediction, deterministically.
 
@@ -431,6 +527,25 @@ def train(
     )
     with torch.no_grad():
         _, example_weights = model(example.tokens)
+    layers, heads = final.induction_scores.shape
+    ablated = torch.tensor(
+        [
+            [
+                measure(without_head(model, n, h), heldout).repeat_accuracy
+                for h in range(heads)
+            ]
+            for n in range(layers)
+        ]
+    )  # (N, H)
+    forced, free, whole = free_running(
+        model,
+        Batch(
+            heldout.tokens[:FREE_RUNNING],
+            heldout.first[:FREE_RUNNING],
+            heldout.repeat[:FREE_RUNNING],
+            heldout.segment_len,
+        ),
+    )
     return TrainResult(
         model=model,
         initial_model=initial_model,
@@ -447,6 +562,10 @@ def train(
         heldout=heldout,
         example=example,
         example_weights=torch.stack(example_weights, dim=1)[0],  # (N, H, T, T)
+        ablated_accuracy=ablated,
+        teacher_forced=forced,
+        free_running=free,
+        whole_repeats=whole,
         seconds=seconds,
         cpu_seconds=cpu_seconds,
     )
