@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -96,10 +97,8 @@ def run(numbered):
     return path
 
 
-notebooks = list(enumerate(sys.argv[3:]))
-print("ran", run(notebooks[0]), flush=True)  # alone: its first cell installs
 with ThreadPoolExecutor(max_workers=2) as pool:  # two kernels on two cores
-    for path in pool.map(run, notebooks[1:]):
+    for path in pool.map(run, enumerate(sys.argv[3:])):
         print("ran", path, flush=True)
 """
 
@@ -114,12 +113,9 @@ EXPLORABLES = {
 
 @pytest.mark.slow
 def test_both_editions_run_in_a_fresh_environment(built_book, student_site, tmp_path):
-    """Every notebook of both editions, as downloaded, top to bottom, in a folder
-    outside the repository, in a venv with only torch (the CPU build, as the
-    Makefile installs it: as on Colab, a torch is there), nbclient and ipykernel.
-    The first notebook's first cell installs the rest as a reader's would:
-    ``pip install "qkv[notebooks] @ file://<this clone>"`` (the address a book
-    built without a repository address gives).
+    """A venv with only torch (the CPU build, as the Makefile installs it),
+    ``pip install ".[notebooks]"``, nbclient and ipykernel runs every notebook of
+    both editions top to bottom, in a folder outside the repository.
 
     Against the build's trained results: ``QKV_RESULTS`` names the folder where
     the build's kernels kept what ``qkv.experiments`` trained (same code, same
@@ -148,7 +144,7 @@ def test_both_editions_run_in_a_fresh_environment(built_book, student_site, tmp_
         assert done.returncode == 0, f"{command}:\n{done.stdout}\n{done.stderr}"
         return done.stdout
 
-    run(uv, "venv", "--quiet", "--seed", "--python", sys.executable, str(venv))
+    run(uv, "venv", "--quiet", "--python", sys.executable, str(venv))
     # Compiled once at install (seconds): where the environment sets
     # PYTHONDONTWRITEBYTECODE, as this machine's does, every kernel would
     # otherwise compile torch, NumPy and Matplotlib again as it starts.
@@ -158,13 +154,21 @@ def test_both_editions_run_in_a_fresh_environment(built_book, student_site, tmp_
         "pip",
         "install",
         "--quiet",
-        "--compile-bytecode",  # see above
+        "--compile-bytecode",  # see below
         "--python",
         python,
-        "--no-deps",  # its dependencies come with the package, as on Colab
+        "--no-deps",  # its dependencies come with .[notebooks], as on Colab
         make_variable(ROOT, "TORCH"),
         *torch_from,
     )
+    package = tmp_path / "package"  # a copy: building writes build/ beside it
+    shutil.copytree(
+        ROOT / "src",
+        package / "src",
+        ignore=shutil.ignore_patterns("*.egg-info", "__pycache__"),
+    )
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy2(ROOT / name, package / name)
     run(
         uv,
         "pip",
@@ -173,12 +177,12 @@ def test_both_editions_run_in_a_fresh_environment(built_book, student_site, tmp_
         "--compile-bytecode",
         "--python",
         python,
+        f"{package}[notebooks]",
         "nbclient",
         "ipykernel",
     )
     run(python, "-m", "ipykernel", "install", "--sys-prefix", "--name", "fresh")
-    bare = "import importlib.util as u; print(u.find_spec('qkv') is None)"
-    assert run(python, "-c", bare).strip() == "True"  # the notebooks install it
+    assert "/site-packages/qkv/" in run(python, "-c", "import qkv; print(qkv.__file__)")
     notebooks = [
         str(site / "_notebooks" / f"{Path(chapter).name}.ipynb")
         for site in (HTML, student_site)
@@ -189,8 +193,6 @@ def test_both_editions_run_in_a_fresh_environment(built_book, student_site, tmp_
         folder.mkdir()
     output = run(python, "-c", RUNNER, str(tmp_path / "work"), executed, *notebooks)
     assert output.count("ran ") == 2 * len(LESSONS), output
-    where = run(python, "-c", "import qkv; print(qkv.__file__)")
-    assert "/site-packages/qkv/" in where, where  # installed by the first cell
     names = [Path(chapter).name for chapter in LESSONS]  # the full edition's
     for chapter, call in EXPLORABLES.items():
         path = executed / f"{names.index(chapter)}.ipynb"

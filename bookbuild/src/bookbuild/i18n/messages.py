@@ -41,21 +41,13 @@ FRENCH: dict[str, str] = {
     # bookbuild.site.notebooks: the link on each page, the notebook's own words
     "Download this chapter as a notebook": "Télécharger ce chapitre en notebook",
     "Open it on {service}": "L’ouvrir sur {service}",
-    "# Outside the book's environment (Colab, a bare Jupyter), this cell installs\n"
-    "# what the chapter needs and is missing: PyTorch first (on Linux its CPU\n"
-    "# build, a few hundred MB instead of several GB; a torch already there, as\n"
-    "# on Colab, stays), then the book's package qkv with what its chapters use.\n": (
-        "# Hors de l'environnement du livre (Colab, un Jupyter nu), cette cellule\n"
-        "# installe ce dont le chapitre a besoin et qui manque : PyTorch d'abord\n"
-        "# (sous Linux sa version CPU, quelques centaines de Mo au lieu de plusieurs\n"
-        "# Go ; un torch déjà là, comme sur Colab, est gardé), puis le paquet du\n"
-        "# livre, qkv, avec ce qu'utilisent ses chapitres.\n"
-    )
-    .replace(" :", f"{NNBSP}:")
-    .replace(" ;", f"{NNBSP};"),
-    "# (from the copy of the book this notebook was built from)\n": (
-        "# (depuis la copie du livre dont ce notebook a été construit)\n"
+    "# Outside the book's own environment (Colab, a bare Jupyter), install the\n"
+    "# book's package and what its chapters use, then restart the kernel:\n": (
+        "# Hors de l'environnement du livre (Colab, un Jupyter nu), installez le\n"
+        "# paquet du livre et ce qu'utilisent ses chapitres, puis redémarrez le"
+        f" noyau{NNBSP}:\n"
     ),
+    "(in a copy of the book's repository)": "(dans une copie du dépôt du livre)",
     "Exercise": "Exercice",
     "Solution": "Solution",
     "Note": "Remarque",

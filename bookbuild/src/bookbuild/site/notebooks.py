@@ -313,62 +313,23 @@ def without_solutions(cells: list) -> list:
     return kept
 
 
-#: The comment at the top of every notebook's first cell (translated).
 FIRST_CELL = (
-    "# Outside the book's environment (Colab, a bare Jupyter), this cell installs\n"
-    "# what the chapter needs and is missing: PyTorch first (on Linux its CPU\n"
-    "# build, a few hundred MB instead of several GB; a torch already there, as\n"
-    "# on Colab, stays), then the book's package qkv with what its chapters use.\n"
+    "# Outside the book's own environment (Colab, a bare Jupyter), install the\n"
+    "# book's package and what its chapters use, then restart the kernel:\n"
 )
-#: Said in the first cell of a book built without a repository address.
-FROM_THIS_COPY = "# (from the copy of the book this notebook was built from)\n"
-
-INSTALL = """import importlib.util
-import platform
-import subprocess
-import sys
-
-TORCH = ["torch=={torch}"]
-if platform.system() == "Linux":
-    TORCH += ["--index-url", "https://download.pytorch.org/whl/cpu"]
-QKV = "{package}"
 
 
-def missing(*modules):
-    return any(importlib.util.find_spec(name) is None for name in modules)
-
-
-if missing("torch"):
-    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", *TORCH])
-if missing("qkv", "matplotlib", "sklearn", "transformers"):
-    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", QKV])
-importlib.invalidate_caches()  # the next cells import what was just installed"""
-
-
-def torch_version() -> str:
-    """The torch the book is built with (the reader gets the same)."""
-    from importlib.metadata import version
-
-    return version("torch").split("+")[0]
-
-
-def install_cell(
-    repository_url: str, language: str = "en", book_root: Path | None = None
-) -> nbformat.NotebookNode:
-    """The first cell of every notebook: it installs what the chapter needs and
-    is missing, so that the notebook runs as downloaded. The package comes from
-    the book's repository when ``_config.yml`` names one; otherwise from the copy
-    of the book it was built from (``book_root``)."""
+def install_cell(repository_url: str, language: str = "en") -> nbformat.NotebookNode:
+    """The first cell of every notebook: how to run it outside the book."""
     _ = gettext(language)
     if repository_url:
-        package = f"qkv[notebooks] @ git+{repository_url.rstrip('/')}"
-        comment = _(FIRST_CELL)
+        where = f'"qkv[notebooks] @ git+{repository_url.rstrip("/")}"'
+        how = f"# %pip install {where}"
     else:
-        where = Path(book_root or ".").resolve().as_uri()
-        package = f"qkv[notebooks] @ {where}"
-        comment = _(FIRST_CELL) + _(FROM_THIS_COPY)
-    code = INSTALL.replace("{torch}", torch_version()).replace("{package}", package)
-    return nbformat.v4.new_code_cell(comment + code)
+        how = '# %pip install -e ".[notebooks]"   ' + _(
+            "(in a copy of the book's repository)"
+        )
+    return nbformat.v4.new_code_cell(_(FIRST_CELL) + how)
 
 
 def _edition(app: Sphinx) -> str:
@@ -420,7 +381,7 @@ def build_notebook(app: Sphinx, page: str, executed) -> nbformat.NotebookNode:
     source_cells = notebook.cells
     if _edition(app) == "student":
         source_cells = without_solutions(source_cells)
-    cells = [install_cell(_repository(app), app.config.language, Path(app.srcdir))]
+    cells = [install_cell(_repository(app), app.config.language)]
     messages = _translations(app, page)
     if messages or has_own_numbers(app.config.language):
         # the phrases glued by the code, in the page's language too
