@@ -31,8 +31,10 @@ class BuildResult:
     output: str
     html: Path
     translations_output: str = ""
-    #: True when the build started from nothing (no ``_build`` folder): a clean
-    #: build, such as CI's on a fresh clone.
+    #: True when the build started from nothing but, at most, trained results
+    #: (``_build`` holds no site and no executed chapter): a clean build, such as
+    #: CI's on a fresh clone, where the seed tests have already kept what they
+    #: trained in ``_build/results`` (keyed on the code, as the build keeps it).
     clean: bool = False
 
 
@@ -100,7 +102,8 @@ def build_book(
     """Run the book's strict build on ``source`` and its translations' side by
     side (``python -m bookbuild.i18n.translations site``); with ``prefill``, execute
     the chapters in parallel first: as ``make book`` does."""
-    clean = not (Path(source) / "_build").exists()
+    built = Path(source) / "_build"
+    clean = not built.exists() or {p.name for p in built.iterdir()} <= {"results"}
     env = {**os.environ, **(env or {})}
     env.pop("MPLBACKEND", None)  # a headless backend would hide every figure
     prefill_output = ""
