@@ -177,3 +177,52 @@ def test_bookkeeping_is_out_of_sight(page):
             continue
         found = VISIBLE_BOOKKEEPING.search(match["code"])
         assert not found, f"{page}: a visible cell holds {found.group(0).strip()!r}"
+
+
+CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```", re.S | re.M)
+
+
+def _names(code: str, context: type) -> set[str]:
+    """The names ``code`` stores (assignments, definitions, imports, arguments)
+    or loads, by ``context`` (``ast.Store`` or ``ast.Load``)."""
+    import ast
+
+    found = set()
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, context):
+            found.add(node.id)
+        if context is ast.Store:
+            if isinstance(node, ast.FunctionDef | ast.ClassDef):
+                found.add(node.name)
+            elif isinstance(node, ast.arg):
+                found.add(node.arg)
+            elif isinstance(node, ast.Import | ast.ImportFrom):
+                found |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return found
+
+
+@pytest.mark.parametrize("page", LESSONS)
+def test_no_visible_cell_needs_a_name_only_a_hidden_cell_defines(page):
+    """A downloaded notebook leaves out the hidden (remove-cell) cells: a visible
+    cell that uses a name only a hidden cell defined fails there, not in the build."""
+    import ast
+
+    defined_visibly: set[str] = set()
+    hidden_only: set[str] = set()
+    problems = []
+    for match in CODE_CELL.finditer(source(page)):
+        body = match.group(1)
+        tags = re.search(r"^:tags:\s*\[([^\]]*)\]", body, re.M)
+        hidden = bool(tags) and "remove-cell" in tags.group(1)
+        code = "\n".join(
+            line for line in body.splitlines() if not re.match(r"^:\w+:", line)
+        )
+        stored = _names(code, ast.Store)
+        if hidden:
+            hidden_only |= stored - defined_visibly
+            continue
+        needed = (_names(code, ast.Load) - stored) & hidden_only
+        problems += [f"{name} (in {code.splitlines()[0]!r})" for name in needed]
+        defined_visibly |= stored
+        hidden_only -= stored
+    assert not problems, f"{page}: visible cells use hidden names: {problems}"
