@@ -3,6 +3,12 @@ the same call of the same code, and only when QKV_RESULTS names a folder."""
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import sys
+from pathlib import Path
+
+import pytest
 import torch
 
 from qkv.experiments import _results, toy
@@ -96,3 +102,40 @@ def test_a_new_version_of_qkv_drops_the_results_of_the_old_one(monkeypatch, tmp_
     assert calls == [(1, 3), (1, 3)]  # the new code trains again
     assert {path.parent.name for path in tmp_path.glob("*/*.pt")} == {"f" * 16}
     assert old and old != {"f" * 16}
+
+
+@remembered
+def _slow_training(log: str, seed: int = 0) -> int:
+    """Appends a line to ``log`` each time it really trains."""
+    import time
+
+    with open(log, "a") as handle:
+        handle.write(f"{os.getpid()}\n")
+    time.sleep(0.5)  # long enough for the other process to arrive meanwhile
+    return seed
+
+
+def _train_after(barrier, log: str) -> None:
+    barrier.wait()
+    assert _slow_training(log, seed=7) == 7
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the lock uses fcntl")
+def test_two_processes_that_need_the_same_result_train_it_once(monkeypatch, tmp_path):
+    """Two kernels of the build, or two test workers, asking for one result at
+    the same moment: the second waits for the first and reads its file."""
+    monkeypatch.setenv(RESULTS, str(tmp_path / "results"))
+    log = str(tmp_path / "trained")
+    context = multiprocessing.get_context("fork")
+    barrier = context.Barrier(2)
+    workers = [
+        context.Process(target=_train_after, args=(barrier, log)) for _ in range(2)
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=60)
+    assert [worker.exitcode for worker in workers] == [0, 0]
+    assert len(Path(log).read_text().split()) == 1
+    assert _slow_training(log, seed=7) == 7  # read back, not trained a third time
+    assert len(Path(log).read_text().split()) == 1

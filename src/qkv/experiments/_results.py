@@ -14,6 +14,7 @@ reader's notebook, every call trains.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import inspect
@@ -22,7 +23,7 @@ import os
 import pickle
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -115,6 +116,25 @@ def _foreign(value: object) -> bool:
     return module != "typing"
 
 
+@contextlib.contextmanager
+def _one_at_a_time(path: Path) -> Iterator[None]:
+    """Hold a lock on ``path`` (a file beside it): two processes that need the
+    same result (two kernels of the build, two test workers) train it once,
+    the second waiting for the first. Where there is no ``fcntl`` (Windows),
+    both train, and the last one's file stays: the same result."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    with open(path.with_name(f"{path.name}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def remembered(function: Callable[..., R]) -> Callable[..., R]:
     """``function``, whose results are kept in the folder ``QKV_RESULTS`` names
     (when it names one) and read back by the same call. While code from outside
@@ -129,13 +149,16 @@ def remembered(function: Callable[..., R]) -> Callable[..., R]:
         path = result_path(Path(folder), function, args, kwargs)
         if path.is_file():
             return torch.load(path, weights_only=False)
-        result = function(*args, **kwargs)
         if not path.parent.is_dir():  # the first result of this version of qkv
             path.parent.mkdir(parents=True, exist_ok=True)
             _drop_other_versions(path.parent)
-        partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
-        torch.save(result, partial)
-        os.replace(partial, path)  # whole or absent, even with kernels in parallel
+        with _one_at_a_time(path):
+            if path.is_file():  # another process made it while this one waited
+                return torch.load(path, weights_only=False)
+            result = function(*args, **kwargs)
+            partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
+            torch.save(result, partial)
+            os.replace(partial, path)  # whole or absent, even in parallel
         return result
 
     return wrapper

@@ -12,7 +12,11 @@ book`` does (prefill, then the strict build; the same ``SOURCE_DATE_EPOCH`` for
 both), and compares the two sites file by file. Building in two folders also
 catches a machine path that leaks into a page. ``--first SITE`` takes a clean
 build made already (the test session's, in the book's own folder) as the first
-of the two: one cold build instead of two. It prints every file that
+of the two: one cold build instead of two. ``--results FOLDER`` gives each
+copy the trained results of another build (``_build/results``, keyed on the
+code): every chapter still executes from scratch, but the models are not
+trained again (the test session's seed tests and first build trained them;
+this command checks the build, not the training). It prints every file that
 differs, and why when it is expected, and fails when a difference is not
 explained.
 
@@ -220,6 +224,12 @@ def main(argv: list[str]) -> int:
         "same SOURCE_DATE_EPOCH, in another folder (the test session's): it is "
         "the first build, and only the second one runs",
     )
+    parser.add_argument(
+        "--results",
+        type=Path,
+        help="trained results to give each copy (another build's _build/results): "
+        "the chapters execute again, the models are not trained again",
+    )
     args = parser.parse_args(argv)
     root = args.root.resolve()
     folder = root / "_build" / "same-site"
@@ -230,6 +240,8 @@ def main(argv: list[str]) -> int:
         sites.append(args.first.resolve())
     for name in ("a", "b")[len(sites) :]:
         copy = copy_book(root, folder / name)
+        if args.results and args.results.is_dir():
+            shutil.copytree(args.results, copy / "_build" / "results")
         print(f"same site: building a clean copy in {copy} ...", flush=True)
         start = time.perf_counter()
         build = build_book(copy, env=env, prefill=True)
