@@ -25,6 +25,11 @@ with ``True`` = may attend, and a query that may attend to nothing gets zero
 weights and a zero output, never NaN. The masks are only taught in the chapter
 *masking*; exercises of earlier chapters pass ``masks=False``.
 
+A case that runs longer than :data:`CASE_SECONDS` (a loop that never ends) is
+stopped and reported as a failure of that case (where the platform has
+``SIGALRM`` and the checker runs in the main thread, as in a notebook; on
+Windows there is no limit).
+
 Inputs are float32 (what a student's code makes by default) and come from a
 private, seeded ``torch.Generator``; everything runs inside
 ``torch.random.fork_rng``, so the cases are the same at every run and a checker
@@ -45,10 +50,13 @@ Shape legend (as in :mod:`qkv.attention`):
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
+import signal
 import textwrap
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -515,6 +523,39 @@ class _Run:
         self.fail(problem, hint=hint or extra_hint)
 
 
+#: The longest a case may run, in seconds: every case takes well under a second
+#: with a correct function, even on a slow laptop.
+CASE_SECONDS = 30.0
+
+
+class _TooLong(BaseException):
+    """Raised in the student's code when a case runs past :data:`CASE_SECONDS`
+    (a BaseException: the student's own ``except Exception`` lets it through)."""
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float) -> Iterator[None]:
+    """Raise :class:`_TooLong` in the code running after ``seconds``, where
+    the platform allows it (SIGALRM, main thread); otherwise no limit."""
+    usable = hasattr(signal, "SIGALRM") and (
+        threading.current_thread() is threading.main_thread()
+    )
+    if not usable:
+        yield
+        return
+
+    def stop(signum, frame):
+        raise _TooLong
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def _run_cases(
     checker: str, cases: Sequence[_Case], masks: bool, batch_hint: str
 ) -> CheckResult:
@@ -526,7 +567,17 @@ def _run_cases(
     with torch.random.fork_rng(devices=[]):  # the student's RNG state is kept
         for number, case in enumerate(chosen, 1):
             run.number, run.called, run.empty_rows = number, "", False
-            case.run(run)
+            try:
+                with _time_limit(CASE_SECONDS):
+                    case.run(run)
+            except _TooLong:
+                run.fail(
+                    f"It ran for more than {CASE_SECONDS:g} seconds without "
+                    "returning, and was stopped.",
+                    hint="Look for a loop that never ends: a while loop whose "
+                    "condition never becomes false, or a counter never "
+                    "incremented. A correct function takes well under a second.",
+                )
     skipped = tuple(case.name for case in cases if case.masked and not masks)
     names = tuple(case.name for case in chosen)
     unchecked = tuple(dict.fromkeys(run.weights_unchecked))  # in order, once

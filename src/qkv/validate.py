@@ -10,12 +10,13 @@ from __future__ import annotations
 import math
 import numbers
 
-from torch import Tensor
+from torch import Generator, Tensor
 
 __all__ = [
     "broadcast_shapes",
     "check_bool",
     "check_floating",
+    "check_generator",
     "check_index",
     "check_int",
     "check_positive",
@@ -68,6 +69,18 @@ def check_floating(name: str, x: Tensor, min_rank: int = 2) -> None:
         )
     if not x.is_floating_point():
         raise ValueError(f"{name} must be a floating tensor, got dtype {x.dtype}")
+
+
+def check_generator(name: str, value: object) -> None:
+    """Raise ``ValueError`` unless ``value`` is a ``torch.Generator``: a seed given
+    as an int, or None (PyTorch's global generator), would make the draw
+    irreproducible or fail deep inside torch."""
+    if not isinstance(value, Generator):
+        raise ValueError(
+            f"{name} must be a torch.Generator (for example "
+            f"torch.Generator().manual_seed(0)), got {value!r} "
+            f"of type {type(value).__name__}"
+        )
 
 
 def check_index(name: str, value: int, size: int) -> int:

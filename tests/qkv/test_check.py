@@ -8,6 +8,7 @@ asserts which case fails and which hint the message gives.
 from __future__ import annotations
 
 import math
+import signal
 from functools import partial
 
 import pytest
@@ -289,6 +290,27 @@ def test_student_exception_is_reported_and_chained(student, said):
     assert "case 1 of 10 failed: 2-D inputs" in message
     assert f"Your function {said} is above this message." in message
     assert isinstance(error.__cause__, NotImplementedError)
+
+
+def attention_never_returns(query, key, value, mask=None):
+    steps = 0
+    while steps < 1:  # the student forgot to increment steps
+        try:
+            pass
+        except Exception:  # not even this swallows the checker's stop
+            pass
+    return query
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGALRM"), reason="no SIGALRM (Windows)")
+def test_a_function_that_never_returns_is_stopped_and_named(monkeypatch):
+    monkeypatch.setattr(qkv.check, "CASE_SECONDS", 0.2)
+    error = failure(check_scaled_dot_product_attention, attention_never_returns)
+    message = " ".join(str(error).split())
+    assert "case 1 of 10 failed: 2-D inputs" in message
+    assert "more than 0.2 seconds without returning" in message
+    assert "a loop that never ends" in message
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)  # no alarm left
 
 
 @pytest.mark.parametrize(

@@ -220,8 +220,10 @@ def test_translate_rejects_unknown_words_and_empty_input():
 
 def test_too_long_input_is_refused_by_name():
     model = tr.Translator(embed_dim=16, num_heads=2)
-    with pytest.raises(ValueError, match=r"source must have shape \(B, at most 8\)"):
+    with pytest.raises(ValueError, match=r"sentence has 9 words; .* at most 8"):
         tr.translate(model, " ".join(["le", "chat", "noir"] * 3))
+    with pytest.raises(ValueError, match=r"source must have shape \(B, at most 8\)"):
+        model.encode(torch.zeros(1, 9, dtype=torch.long), torch.ones(1, 9).bool())
     with pytest.raises(ValueError, match="max_len must be in 1..8"):
         tr.greedy_decode(model, [["le", "chat", "noir", "dort"]], max_len=9)
 

@@ -43,7 +43,7 @@ from torch import Tensor, nn
 
 from qkv.attention import MultiHeadAttention
 from qkv.experiments._results import remembered
-from qkv.validate import check_int, check_positive
+from qkv.validate import check_generator, check_int, check_positive
 
 __all__ = [
     "Batch",
@@ -112,6 +112,7 @@ def make_batch(
         A :class:`Batch`.
     """
     check_int("batch_size", batch_size, 1)
+    check_generator("generator", generator)
     check_int("segment_len", segment_len, 2)
     check_int("vocab_size", vocab_size, 2)
     check_int("seq_len", seq_len, 2 * segment_len)

@@ -17,7 +17,7 @@ from torch import Tensor, nn
 from qkv.experiments._results import remembered
 from qkv.positions import ENCODINGS, PositionalAttention
 from qkv.transformer import TransformerBlock, sinusoidal_positions
-from qkv.validate import check_int
+from qkv.validate import check_generator, check_int
 
 __all__ = [
     "ENCODINGS",
@@ -145,6 +145,7 @@ def make_batch(
         raise ValueError(f"task must be one of {tuple(TASKS)}, got {task!r}")
     check_int("batch_size", batch_size, 1)
     check_int("length", length, 1)
+    check_generator("generator", generator)
     vocab = N_LETTERS + N_FILLERS
     shape = (batch_size, length)
     if task == "copy":

@@ -544,6 +544,14 @@ class Translator(nn.Module):
         max_len: int = MAX_WORDS + 1,
     ) -> None:
         super().__init__()
+        for name, value in (
+            ("embed_dim", embed_dim),
+            ("num_heads", num_heads),
+            ("num_layers", num_layers),
+            ("ff_dim", ff_dim),
+            ("max_len", max_len),  # the longest sentence it reads or writes
+        ):
+            check_int(name, value, minimum=1)
         self.score = score
         self.max_len = max_len
         self.source_embedding = nn.Embedding(len(SOURCE_VOCAB), embed_dim)
@@ -622,6 +630,10 @@ def greedy_decode(
         (B, Ly, H, L, S), L = the longest translation + 1 (the step that wrote
         ``[eos]``).
     """
+    if not isinstance(model, Translator):
+        raise ValueError(f"model must be a Translator, got {type(model).__name__}")
+    for number, words in enumerate(sources):
+        _check_fits(model, words, "" if len(sources) == 1 else f" {number}")
     max_len = model.max_len if max_len is None else max_len
     if isinstance(max_len, bool) or not isinstance(max_len, int):
         raise ValueError(f"max_len must be an int, got {max_len!r}")
@@ -650,8 +662,27 @@ def greedy_decode(
     return translations, weights
 
 
+def _check_fits(model: Translator, words: list[str], number: str = "") -> None:
+    """``ValueError`` if the sentence is longer than the model reads."""
+    if len(words) > model.max_len:
+        raise ValueError(
+            f"sentence{number} has {len(words)} words; this model reads at most "
+            f"{model.max_len} (its max_len): {' '.join(words[:8])} ..."
+        )
+
+
 def _words(sentence: str | list[str]) -> list[str]:
-    words = sentence.split() if isinstance(sentence, str) else list(sentence)
+    if isinstance(sentence, str):
+        words = sentence.split()
+    elif isinstance(sentence, (list, tuple)) and all(
+        isinstance(word, str) for word in sentence
+    ):
+        words = list(sentence)
+    else:
+        raise ValueError(
+            "sentence must be a str of words separated by spaces, or a list of "
+            f"words (str), got {sentence!r} of type {type(sentence).__name__}"
+        )
     if not words:
         raise ValueError(f"sentence must have at least one word, got {sentence!r}")
     return [w.lower() for w in words]

@@ -75,6 +75,16 @@ def patch_grid(image_size: tuple[int, int], patch_size: int) -> tuple[int, int]:
             sides of the image.
     """
     check_int("patch_size", patch_size, minimum=1)
+    if (
+        not isinstance(image_size, (tuple, list, torch.Size))
+        or len(image_size) != 2
+        or isinstance(image_size[0], bool)
+        or isinstance(image_size[1], bool)
+        or not all(isinstance(side, int) and side >= 1 for side in image_size)
+    ):
+        raise ValueError(
+            f"image_size must be (height, width), two ints >= 1, got {image_size!r}"
+        )
     height, width = image_size
     if height % patch_size or width % patch_size:
         raise ValueError(
@@ -343,6 +353,10 @@ class VisionTransformer(nn.Module):
             ``(logits, weights)``: logits (B, classes) and weights
             (B, Ly, H, T, T), T = N + 1, token 0 being [CLS].
         """
+        if not isinstance(images, Tensor):
+            raise ValueError(
+                f"images must be a torch.Tensor, got {type(images).__name__}"
+            )
         expected = (self.channels, *self.image_size)
         x = images[:, None] if images.dim() == 3 and self.channels == 1 else images
         if x.dim() != 4 or tuple(x.shape[1:]) != expected:
@@ -352,6 +366,12 @@ class VisionTransformer(nn.Module):
             raise ValueError(
                 f"images must have shape (B, {', '.join(map(str, expected))}){grey}, "
                 f"got {tuple(images.shape)}"
+            )
+        if not x.is_floating_point():
+            raise ValueError(
+                f"images must be a floating tensor (pixel values as floats, e.g. "
+                f"images.float() / 255), got dtype {images.dtype} of shape "
+                f"{tuple(images.shape)}"
             )
         patches = patchify(x, self.patch_size)  # (B, N, P)
         x = self.patch_embedding(patches) + self.positions  # (B, N, D)
