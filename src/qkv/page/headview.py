@@ -30,6 +30,14 @@ __all__ = ["HeadView", "head_view"]
 ROW_HEIGHT = 26  # px per token row
 LINES_WIDTH = 170  # px between the two columns
 
+#: The most tokens a head view shows: one row of ROW_HEIGHT px each, so 96
+#: rows are already three screens tall; and every weight of every head shown
+#: is written into the page (96 tokens, 12 layers of 12 heads: 1.3 million).
+MAX_TOKENS = 96
+#: The most weights a head view writes into the page (layers shown x heads x
+#: T x T): about 6 MB of page at 3 decimals. Choose one layer to show more.
+MAX_WEIGHTS = 1_500_000
+
 NNBSP = "\u202f"  # French: a narrow no-break space before : and ;
 
 #: The view's words in each language; ``{...}`` are filled in.
@@ -72,7 +80,9 @@ class HeadView(Widget):
     Raises:
         ValueError: if the weights are not finite, negative, or have rows that
             do not sum to 1 (see :meth:`qkv.pretrained.AttentionMaps.check`), or
-            ``layer``, ``head`` or ``decimals`` is not an int in range.
+            ``layer``, ``head`` or ``decimals`` is not an int in range, or
+            the maps are larger than a page can hold (:data:`MAX_TOKENS`
+            tokens, :data:`MAX_WEIGHTS` weights shown).
     """
 
     def __init__(
@@ -89,6 +99,21 @@ class HeadView(Widget):
             layer = check_index("layer", layer, maps.n_layers)
         head = check_index("head", head, maps.n_heads)
         decimals = check_int("decimals", decimals, minimum=0)
+        n_tokens = len(maps.tokens)
+        if n_tokens > MAX_TOKENS:
+            raise ValueError(
+                f"maps has {n_tokens} tokens; a head view shows at most "
+                f"{MAX_TOKENS} (one row each, and every weight is written into "
+                "the page): give attention_maps a shorter text"
+            )
+        shown = (1 if layer is not None else maps.n_layers) * maps.n_heads
+        if shown * n_tokens**2 > MAX_WEIGHTS:
+            raise ValueError(
+                f"maps of {n_tokens} tokens with {shown} heads shown would write "
+                f"{shown * n_tokens**2:,} weights into the page; a head view holds "
+                f"at most {MAX_WEIGHTS:,}: choose one layer (layer=...) or a "
+                "shorter text"
+            )
         self.maps = maps
         self.layers = list(range(maps.n_layers)) if layer is None else [layer]
         self.head = head
@@ -103,14 +128,9 @@ class HeadView(Widget):
     build = "qkvHeadView"
 
     def _payload(self) -> dict:
-        weights = self.maps.weights[self.layers]  # (layers shown, H, T, T)
-        rounded = [
-            [
-                [[round(float(v), self.decimals) for v in row] for row in h]
-                for h in layer
-            ]
-            for layer in weights
-        ]
+        weights = self.maps.weights[self.layers].double()  # (layers shown, H, T, T)
+        factor = 10.0**self.decimals
+        rounded = ((weights * factor).round() / factor).tolist()  # whole tensor at once
         return {
             "tokens": list(self.maps.tokens),
             "layers": self.layers,

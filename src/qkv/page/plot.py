@@ -82,6 +82,23 @@ def _as_array(weights: torch.Tensor | np.ndarray) -> np.ndarray:
     return array
 
 
+#: Past this many rows or columns, :func:`heatmap` draws a figure of bounded
+#: size, labels every few tokens and writes no value in the cells.
+LABELLED_MAX = 32
+
+
+#: The longest tick label :func:`heatmap` writes whole; a longer one is cut
+#: with an ellipsis (a 3,000-character token would make a figure of metres).
+LABEL_CHARS = 24
+
+
+def _short(labels: Sequence[str]) -> list[str]:
+    return [
+        label if len(label) <= LABEL_CHARS else label[: LABEL_CHARS - 1] + "…"
+        for label in map(str, labels)
+    ]
+
+
 def heatmap(
     weights: torch.Tensor | np.ndarray,
     row_labels: Sequence[str] | None = None,
@@ -129,14 +146,28 @@ def heatmap(
             f"got {len(row_labels)} row labels and {len(col_labels)} column labels "
             f"for weights of shape {array.shape}"
         )
+    row_labels, col_labels = _short(row_labels), _short(col_labels)
+    large = max(n_rows, n_cols) > LABELLED_MAX
     if ax is None:
         size = (1.4 + 0.85 * n_cols, 1.0 + 0.65 * n_rows)
+        if large:  # a bounded figure, whatever the number of tokens
+            size = (MAX_WIDTH_IN, MAX_WIDTH_IN)
         fig, ax = plt.subplots(figsize=size, layout="constrained")
     else:
         fig = ax.figure
     image = ax.imshow(array, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
-    ax.set_xticks(range(n_cols), labels=col_labels, rotation=45, ha="right")
-    ax.set_yticks(range(n_rows), labels=row_labels)
+    # Past LABELLED_MAX rows or columns, a label every few (readable at 12 pt)
+    # and no value written in the cells.
+    col_step = -(-n_cols // LABELLED_MAX)
+    row_step = -(-n_rows // LABELLED_MAX)
+    annotate = annotate and not large
+    ax.set_xticks(
+        range(0, n_cols, col_step),
+        labels=list(col_labels)[::col_step],
+        rotation=45,
+        ha="right",
+    )
+    ax.set_yticks(range(0, n_rows, row_step), labels=list(row_labels)[::row_step])
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if title:

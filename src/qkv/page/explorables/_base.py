@@ -60,10 +60,21 @@ def check_vectors(name: str, x: Tensor, max_rows: int, max_cols: int) -> Tensor:
     return x.detach().cpu().double()
 
 
+#: The longest word an explorable takes: each word labels a row and a column.
+MAX_WORD_CHARS = 24
+
+
 def check_words(name: str, words: Sequence[str], count: int) -> list[str]:
     if isinstance(words, str) or not all(isinstance(w, str) for w in words):
         raise ValueError(f"{name} must be a list of strings, got {words!r}")
     words = list(words)
+    long = [w for w in words if len(w) > MAX_WORD_CHARS]
+    if long:
+        raise ValueError(
+            f"{name} must hold words of at most {MAX_WORD_CHARS} characters (each "
+            f"labels a row and a column of the grid), got one of {len(long[0])}: "
+            f"{long[0][:MAX_WORD_CHARS]!r}..."
+        )
     if len(words) != count:
         raise ValueError(
             f"{name} must hold {count} words, one per row, got {len(words)}"
