@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import itertools
 import json
 import math
 import re
@@ -844,3 +845,63 @@ def test_the_chapter_notebooks_keep_the_cell_and_the_static_figure(built_book):
         assert any(call in source for source in code), chapter
         figures = [c.get("attachments", {}) for c in notebook.cells]
         assert any(f"{key}.png" in found for found in figures), chapter
+
+
+# --- words with right-to-left overrides ------------------------------------------
+
+OVERRIDE = "b\u202ec"  # U+202E: everything after it would be drawn mirrored
+
+READ_ORDER = """([selector, needle]) => {
+  const node = [...document.querySelector(selector).childNodes]
+    .find((child) => child.nodeType === Node.TEXT_NODE);
+  const at = node.textContent.indexOf(needle);
+  if (at < 0) { return null; }
+  const lefts = [];
+  for (let i = at; i < at + needle.length; i++) {
+    const range = document.createRange();
+    range.setStart(node, i);
+    range.setEnd(node, i + 1);
+    lefts.push(range.getBoundingClientRect().left);
+  }
+  return lefts;
+}"""
+
+
+def drawn_left_to_right(page, selector: str, needle: str) -> bool:
+    """Are the characters of ``needle`` in the element drawn from left to right,
+    as written (not mirrored by a bidi control before them)?"""
+    lefts = page.evaluate(READ_ORDER, [selector, needle])
+    assert lefts, f"{needle!r} not in {selector}"
+    return all(a < b for a, b in itertools.pairwise(lefts))
+
+
+@pytest.mark.browser
+def test_a_right_to_left_override_in_a_word_cannot_mirror_the_numbers(
+    browser, tmp_path
+):
+    """A token holding U+202E is isolated wherever it is put into a sentence:
+    the weights printed after it are drawn as written ("0.33", not "33.0")."""
+    from qkv.page.headview import head_view
+    from qkv.pretrained import AttentionMaps
+
+    maps = AttentionMaps(["a", OVERRIDE, "d"], torch.full((1, 1, 3, 3), 1 / 3))
+    words = ["one", OVERRIDE, "three", "four", "five", "six"]
+    by_hand = explorables.attention_by_hand(six_word_embeddings(), words, query=1)
+    url = write_page(tmp_path, "bidi", [head_view(maps).to_html(), by_hand.to_html()])
+    context, page = open_page(browser, url)
+    try:
+        page.locator(".qkv-hv-left .qkv-hv-token").nth(1).focus()
+        status = page.locator(".qkv-hv-status").text_content()
+        assert f"\u2068{OVERRIDE}\u2069" in status
+        assert drawn_left_to_right(page, ".qkv-hv-status", "0.33")
+        select = page.locator(".qkv-x-abh select")
+        select.select_option(index=0)
+        select.select_option(index=1)  # announce the override word's weights
+        said = page.locator(".qkv-x-abh .qkv-x-status")
+        text = said.text_content()
+        assert f"\u2068{OVERRIDE}\u2069" in text, text
+        weight = re.search(r"\d\.\d+", text).group()
+        assert drawn_left_to_right(page, ".qkv-x-abh .qkv-x-status", weight)
+        assert not page.errors, page.errors
+    finally:
+        context.close()

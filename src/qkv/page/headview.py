@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import html
 
-from qkv.page.widgets import Widget, figure_png
+from qkv.page.widgets import Widget, figure_png, isolated
 from qkv.pretrained import AttentionMaps
 from qkv.validate import check_index, check_int
 
@@ -158,7 +158,7 @@ class HeadView(Widget):
             LABELS[lang]["alt"]
             .replace("{layer}", str(self.layers[0]))
             .replace("{head}", str(self.head))
-            .replace("{tokens}", " ".join(self.maps.tokens))
+            .replace("{tokens}", " ".join(map(isolated, self.maps.tokens)))
         )
 
     def static_alt(self) -> str:

@@ -13,7 +13,8 @@ is. What every widget gets from this layer, each tested:
 * text from the caller (words, tokens) cannot run: it is HTML-escaped where it is
   markup, the data are JSON with ``<``, ``>`` and ``&`` escaped (nothing can close
   the ``<script>`` element they sit in), and the scripts insert text with
-  ``textContent`` only;
+  ``textContent`` only; a word put into a sentence is isolated (U+2068 ...
+  U+2069), so that a right-to-left override in it cannot reorder the rest;
 * a static figure of the initial state (a PNG inside the block) stands in where
   scripts do not run (a notebook viewer, an untrusted notebook, a reader without
   JavaScript) and in print: the interactive part starts ``hidden``, and the
@@ -31,12 +32,20 @@ import io
 import itertools
 import json
 import re
+import unicodedata
 import warnings
 from importlib import resources
 
 from qkv.validate import check_index
 
-__all__ = ["Widget", "check_index", "figure_png", "json_for_script", "static_text"]
+__all__ = [
+    "Widget",
+    "check_index",
+    "figure_png",
+    "isolated",
+    "json_for_script",
+    "static_text",
+]
 
 _counter = itertools.count()
 
@@ -185,3 +194,16 @@ class Widget:
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
         html_block, png = self._render()
         return {"text/html": html_block, "image/png": png, "text/plain": repr(self)}
+
+
+#: Unicode's bidirectional classes that can reorder the text around a word.
+_BIDI = {"R", "AL", "RLE", "RLO", "LRE", "LRO", "PDF", "RLI", "LRI", "FSI", "PDI"}
+
+
+def isolated(word: str) -> str:
+    """``word`` between U+2068 and U+2069 if it holds right-to-left text or a
+    bidi control (a right-to-left override would mirror the rest of the
+    sentence: "0.20" read as "02.0"); other words as they are."""
+    if any(unicodedata.bidirectional(c) in _BIDI for c in word):
+        return f"\u2068{word}\u2069"
+    return word

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from qkv.page.widgets import Widget, figure_png
+from qkv.page.widgets import Widget, figure_png, isolated
 from qkv.validate import check_int
 
 LANGUAGES = ("en", "fr")
@@ -61,7 +61,7 @@ def check_vectors(name: str, x: Tensor, max_rows: int, max_cols: int) -> Tensor:
 
 
 #: The longest word an explorable takes: each word labels a row and a column.
-MAX_WORD_CHARS = 24
+MAX_WORD_CHARS = 48
 
 
 def check_words(name: str, words: Sequence[str], count: int) -> list[str]:
@@ -96,7 +96,7 @@ def nice(values: Tensor, digits: int = 7) -> list:
 
 
 def word_list(words: Sequence[str]) -> str:
-    return ", ".join(f"“{w}”" for w in words)
+    return ", ".join(f"“{isolated(w)}”" for w in words)
 
 
 class Explorable(Widget):

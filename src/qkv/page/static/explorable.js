@@ -13,10 +13,13 @@ function qkvExplorable(root, data, live) {
   function t(key, values) {
     var text = labels[key] !== undefined ? labels[key] : data.labels.en[key];
     for (var name in values || {}) {
-      text = text.split("{" + name + "}").join(String(values[name]));
+      // Each value isolated (U+2068 ... U+2069): a reader's word that holds a
+      // right-to-left override cannot reorder the sentence around it.
+      text = text.split("{" + name + "}").join(isolate(values[name]));
     }
     return text;
   }
+  function isolate(value) { return "\u2068" + String(value) + "\u2069"; }
   var serial = 0;
   function newId() { serial += 1; return root.id + "-" + serial; }
   function el(tag, attrs, children) {

@@ -17,6 +17,9 @@ function qkvHeadView(root, data) {
   var lang = ((root.closest("[lang]") || document.documentElement)
     .getAttribute("lang") || "en").slice(0, 2).toLowerCase();
   var labels = data.labels[lang] || data.labels.en;
+  // A token isolated (U+2068 ... U+2069): one that holds a right-to-left
+  // override cannot reorder the weights printed after it.
+  function isolate(token) { return "\u2068" + token + "\u2069"; }
   function weight(x) {
     var text = x.toFixed(2);
     return lang === "fr" ? text.replace(".", ",") : text;
@@ -69,9 +72,9 @@ function qkvHeadView(root, data) {
     order.sort(function (x, y) { return w[active][y] - w[active][x]; });
     var parts = [];
     for (var t = 0; t < Math.min(3, n); t++) {
-      parts.push(data.tokens[order[t]] + " " + weight(w[active][order[t]]));
+      parts.push(isolate(data.tokens[order[t]]) + " " + weight(w[active][order[t]]));
     }
-    status.textContent = labels.looks.split("{token}").join(data.tokens[active])
+    status.textContent = labels.looks.split("{token}").join(isolate(data.tokens[active]))
       .split("{top}").join(parts.join(labels.sep));
   }
 
