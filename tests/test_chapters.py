@@ -226,3 +226,83 @@ def test_no_visible_cell_needs_a_name_only_a_hidden_cell_defines(page):
         defined_visibly |= stored
         hidden_only -= stored
     assert not problems, f"{page}: visible cells use hidden names: {problems}"
+
+
+# The notation page: one table of every symbol, one meaning each (issue 21).
+MATH_TOKENS = {"math_inline", "math_block", "math_block_label", "amsmath"}
+SYMBOL = re.compile(  # bold and calligraphic letters, Greek letters
+    r"\\(?:mathbf|boldsymbol|mathcal)\{\\?[A-Za-z0-9]+\}"
+    r"|\\(?:alpha|beta|gamma|epsilon|theta|lambda|mu|pi|sigma|omega|ell|Pr)\b"
+)
+NOT_SYMBOLS = re.compile(  # words, environments, subscripts, other commands
+    r"_\\text\{[^}]*\}|\\(?:text|mathrm|operatorname|begin|end)\{[^}]*\}"
+    r"|_\{[^{}]*\}|_\\?[A-Za-z0-9]+|\\[A-Za-z]+"
+)
+# indices of tokens, coordinates, pairs and patches (of heads, $h$, are kept:
+# $\mathbf{z}_h$ is the output of one head, a symbol of its own)
+INDEX = re.compile(r"\^\{\([^h)]*\)\}|\^\{[^(}]*\}|\^\S|_\{?[ijcpf']+\}?(?![A-Za-z])")
+
+
+def math_spans(page: str) -> list[str]:
+    """The math of a page's prose, as MyST reads it (dollar math, amsmath)."""
+    from markdown_it import MarkdownIt
+    from mdit_py_plugins.amsmath import amsmath_plugin
+    from mdit_py_plugins.dollarmath import dollarmath_plugin
+
+    parser = MarkdownIt("commonmark").use(dollarmath_plugin).use(amsmath_plugin)
+    text = "\n".join(line for _, line in prose_lines(source(page)))
+    spans = []
+    for token in parser.parse(text):
+        for child in [token, *(token.children or [])]:
+            if child.type in MATH_TOKENS:
+                spans.append(child.content)
+    return spans
+
+
+def symbols(math: str) -> set[str]:
+    r"""The symbols of a formula: bold, calligraphic and Greek letters, and plain
+    letters. Named operators ($\mathrm{softmax}$) are words, not symbols. A plain
+    letter seen only with a subscript, as $q_c$, is a coordinate of the vector
+    $\mathbf{q}$: the vector is the symbol."""
+    found = set(SYMBOL.findall(math))
+    rest = SYMBOL.sub(" ", math)
+    alone = set(re.findall(r"[A-Za-z]", NOT_SYMBOLS.sub(" ", rest)))
+    # a coordinate's subscript is an index ($q_c$, $z_0$), not a label ($n_\omega$)
+    with_index = set(re.findall(r"(?<![\\A-Za-z])([a-z])'?_(?:\w|\{[^\\}]*\})", rest))
+    for letter in alone:
+        coordinate = letter in with_index and not re.search(
+            rf"(?<![\\A-Za-z]){letter}(?![_A-Za-z])", rest
+        )
+        found.add(rf"\mathbf{{{letter}}}" if coordinate else letter)
+    return found
+
+
+def notation_rows() -> list[str]:
+    """The first cell (the symbols) of each row of the notation page's table."""
+    table = source("book/notation").split("## Symbols", 1)[1].split("\n## ", 1)[0]
+    rows = [row for row in table.splitlines() if row.startswith("| $")]
+    return [row.split(" | ")[0][2:] for row in rows]
+
+
+def test_notation_lists_every_symbol_the_chapters_use():
+    listed = set().union(*(symbols(cell) for cell in notation_rows()))
+    missing: dict[str, set[str]] = {}
+    for page in pages(ROOT):
+        if page == "book/notation":
+            continue
+        for math in math_spans(page):
+            for symbol in symbols(math) - listed:
+                missing.setdefault(symbol, set()).add(page)
+    assert not missing, f"symbols missing from book/notation.md: {missing}"
+
+
+def test_notation_gives_each_symbol_one_row():
+    """A symbol, without its indices ($m_{ij}$ is $m$), heads one row only: the
+    clashes of issue 21 ($m$ the mask and $m$ a patch) fail here."""
+    rows: dict[str, set[str]] = {}
+    for cell in notation_rows():
+        for item in re.findall(r"\$([^$]+)\$", cell):
+            head = INDEX.sub("", item.split("=")[0]).strip()
+            rows.setdefault(head, set()).add(cell)
+    clashes = {head: cells for head, cells in rows.items() if len(cells) > 1}
+    assert not clashes, f"a symbol heads several rows: {clashes}"

@@ -220,9 +220,10 @@ def tiled_attention(
     Explained in the chapter *cost-of-attention*. The idea behind FlashAttention
     (Dao et al. 2022), written for clarity: queries and keys are taken in blocks of
     ``block_size``, so no (L, S) matrix is ever held, only (block, block) tiles. For
-    each query the running maximum ``m`` and running sum ``l`` of the softmax
-    (Milakov and Gimelshein 2018) are updated tile by tile, and the partial output
-    is rescaled whenever the maximum grows.
+    each query the running maximum ``w_max`` of the scores, the running sum ``ell``
+    of their exponentials and the running output ``out`` (omega_max, ell and o of
+    the chapter's online softmax, Milakov and Gimelshein 2018) are updated tile by
+    tile, and what was accumulated is rescaled whenever the maximum grows.
 
     Args:
         query: shape (..., L, E).
@@ -248,9 +249,9 @@ def tiled_attention(
     for q0 in range(0, n_queries, block_size):
         q1 = min(q0 + block_size, n_queries)
         q_tile = query[..., q0:q1, :]  # (..., bq, E)
-        top = q_tile.new_full((*batch, q1 - q0, 1), float("-inf"))  # running max m
-        total = q_tile.new_zeros((*batch, q1 - q0, 1))  # running sum l
-        acc = q_tile.new_zeros((*batch, q1 - q0, value.shape[-1]))  # sum of p v
+        w_max = q_tile.new_full((*batch, q1 - q0, 1), float("-inf"))  # running max
+        ell = q_tile.new_zeros((*batch, q1 - q0, 1))  # running sum of exponentials
+        out = q_tile.new_zeros((*batch, q1 - q0, value.shape[-1]))  # running output
         for k0 in range(0, n_keys, block_size):
             if is_causal and k0 > q1 - 1:
                 break  # every later key is in the future of every query here
@@ -262,15 +263,15 @@ def tiled_attention(
                 rows = torch.arange(q0, q1, device=query.device)[:, None]
                 cols = torch.arange(k0, k1, device=query.device)[None, :]
                 scores = scores.masked_fill(cols > rows, float("-inf"))
-            new_top = torch.maximum(top, scores.amax(dim=-1, keepdim=True))
-            safe_top = new_top.masked_fill(new_top == float("-inf"), 0.0)
-            p = torch.exp(scores - safe_top)  # (..., bq, bk), 0 where masked
-            rescale = torch.exp(top - safe_top)  # shrink what came before
-            total = total * rescale + p.sum(dim=-1, keepdim=True)
-            acc = acc * rescale + p @ value[..., k0:k1, :]
-            top = new_top
-        # total is 0 only for a query with no key (then acc is 0 too); NaN stays NaN
-        output[..., q0:q1, :] = acc / total.masked_fill(total == 0, 1.0)
+            w_new = torch.maximum(w_max, scores.amax(dim=-1, keepdim=True))
+            w_safe = w_new.masked_fill(w_new == float("-inf"), 0.0)
+            p = torch.exp(scores - w_safe)  # (..., bq, bk), 0 where masked
+            rescale = torch.exp(w_max - w_safe)  # shrink what came before
+            ell = ell * rescale + p.sum(dim=-1, keepdim=True)
+            out = out * rescale + p @ value[..., k0:k1, :]
+            w_max = w_new
+        # ell is 0 only for a query with no key (then out is 0 too); NaN stays NaN
+        output[..., q0:q1, :] = out / ell.masked_fill(ell == 0, 1.0)
     return output
 
 

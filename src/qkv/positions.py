@@ -73,7 +73,7 @@ def _as_positions(name: str, positions: Tensor | list | range) -> Tensor:
 
 
 def _rotation_angles(positions: Tensor, dim: int, base: float) -> Tensor:
-    """Angle ``p * base**(-2i / dim)`` of each position p and pair i: (..., T, E/2).
+    """Angle ``p * base**(-2f / dim)`` of each position p and pair f: (..., T, E/2).
 
     The rates are those of :func:`qkv.transformer.sinusoidal_positions`. They are
     computed in float64 so that a rotation by a large position stays exact enough
@@ -93,16 +93,17 @@ def rope(
     """Rotary position embedding (RoPE) of Su et al. (2021).
 
     Explained in the chapter *positions*. The features of ``x`` are taken in pairs;
-    pair i of the vector at position p is a point in the plane, rotated by the
-    angle ``p * theta_i`` with ``theta_i = base**(-2i / E)`` (the frequencies of the
-    sinusoidal code). Applied to queries and keys, it makes their dot product a
-    function of the offset between them only:
-    ``rope(q, m) . rope(k, n) = q . R(n - m) k`` with R a rotation.
+    pair f of the vector at position p (counted from 0, as the code counts) is a
+    point in the plane, rotated by the angle ``p * theta_f`` with
+    ``theta_f = base**(-2f / E)`` (the frequencies of the sinusoidal code).
+    Applied to queries and keys, it makes their dot product a function of the
+    offset between them only:
+    ``rope(q, p) . rope(k, p') = q . R(p' - p) k`` with R a rotation.
 
     Pairs: by default ``(x0, x1), (x2, x3), ...`` (interleaved), as in the paper's
     block-diagonal rotation matrix and as the (sin, cos) pairs of
     :func:`qkv.transformer.sinusoidal_positions`, so the formula on the page is the
-    code. ``interleaved=False`` pairs feature i with feature i + E/2 (the
+    code. ``interleaved=False`` pairs feature c with feature c + E/2 (the
     "rotate_half" layout of GPT-NeoX and Llama, which slices two contiguous halves
     instead of every other feature). The two are the same rotation of permuted
     features: a model trained from scratch cannot tell them apart, but weights
@@ -237,7 +238,7 @@ def sinusoidal_similarity(
 ) -> Tensor:
     """Dot product of the sinusoidal codes of positions p and p + k, for each k.
 
-    Explained in the chapter *positions*. It equals ``sum_i cos(k * theta_i)``:
+    Explained in the chapter *positions*. It equals ``sum_f cos(k * theta_f)``:
     it depends on the offset k only (not on p), and it is the same for +k and -k.
     Compared with each other, two codes say how far apart two positions are, not
     which comes first.

@@ -52,8 +52,8 @@ def sinusoidal_positions(length: int, dim: int, base: float = 10_000.0) -> Tenso
     """The sinusoidal positional encoding of Vaswani et al. (2017).
 
     Explained in the chapter *transformer-block*. Row p is the code of position p:
-    ``PE[p, 2i] = sin(p / base**(2i / dim))`` and
-    ``PE[p, 2i + 1] = cos(p / base**(2i / dim))``.
+    ``PE[p, 2f] = sin(p / base**(2f / dim))`` and
+    ``PE[p, 2f + 1] = cos(p / base**(2f / dim))``, for pair f counted from 0.
 
     Args:
         length: T, the number of positions.

@@ -30,8 +30,8 @@ PAIRS = ("interleaved", "halves")
 
 def _rotate_pairs(x: Tensor, positions: Tensor, base: float, pairs: str) -> Tensor:
     """RoPE (:func:`qkv.positions.rope`): each pair of coordinates of ``x`` (T, E)
-    rotated by the angle ``position * base ** (-2 i / E)`` for pair i; pairs
-    (x_2i, x_2i+1) ("interleaved") or (x_i, x_i+E/2) ("halves"). The page's script
+    rotated by the angle ``position * base ** (-2 f / E)`` for pair f; pairs
+    (x_2f, x_2f+1) ("interleaved") or (x_c, x_c+E/2) ("halves"). The page's script
     does the same.
     """
     return rope(x, positions, base, interleaved=pairs == "interleaved")  # (T, E)
@@ -44,14 +44,14 @@ class RopeOffsets(Explorable):
     LABELS = {
         "en": {
             "title": "Try it: rotary positions (RoPE)",
-            "m": "Position of the query, m",
-            "n": "Position of the first key, n",
+            "m": "Position of the query, p",
+            "n": "Position of the first key",
             "together": "Move both together",
             "dials": "Key drawn in the circles",
             "caption": "The query at position {m}; key j at position {n} + j",
             "key": "Key",
             "position": "Position",
-            "offset": "Offset m − position",
+            "offset": "Offset p − position",
             "score": "Score q·k",
             "weight": "Weight",
             "query": "query",
@@ -66,14 +66,14 @@ class RopeOffsets(Explorable):
         },
         "fr": {
             "title": "À vous\u00a0: positions par rotation (RoPE)",
-            "m": "Position de la requête, m",
-            "n": "Position de la première clé, n",
+            "m": "Position de la requête, p",
+            "n": "Position de la première clé",
             "together": "Déplacer les deux ensemble",
             "dials": "Clé dessinée dans les cercles",
             "caption": "La requête en position {m}\u202f; la clé j en position {n} + j",
             "key": "Clé",
             "position": "Position",
-            "offset": "Décalage m − position",
+            "offset": "Décalage p − position",
             "score": "Score q·k",
             "weight": "Poids",
             "query": "requête",
@@ -236,10 +236,10 @@ def rope_offsets(
     along the sentence; their scores depend only on the offsets.
 
     For the chapter *positions*. RoPE rotates each pair of coordinates of a query
-    or key at position p by the angle ``p * base ** (-2 i / E)`` (pair i), so
-    that the score of a query at m and a key at n depends on m - n only. The page
-    puts the query at m and key j at n + j (two sliders, and a box to move both
-    together), shows the scores q·k and the weights ``softmax(scores * scale)``,
+    or key at position p by the angle ``p * base ** (-2 f / E)`` (pair f, from 0),
+    so that the score of a query at p and a key at p' depends on p - p' only. The
+    page puts the query at p and key j at p' + j (two sliders, and a box to move
+    both together), shows the scores q·k and the weights ``softmax(scores * scale)``,
     and draws each rotated pair of the query and of one key in a circle.
     :meth:`RopeOffsets.weights_at` gives the same weights from ``qkv``.
 
@@ -247,12 +247,12 @@ def rope_offsets(
         query: the query, shape (E,) or (1, E), E even and at most 16.
         keys: the keys, shape (S, E), S at most 8.
         words: a name for each key (default ``k0``, ``k1``, ...).
-        query_position: m at first (and in print), 0..max_position.
-        key_position: n at first, 0..max_position.
+        query_position: p at first (and in print), 0..max_position.
+        key_position: p' at first, 0..max_position.
         max_position: the end of both sliders.
         base: the base of the angles (10000 in the RoPE paper).
-        pairs: ``"interleaved"``, pairs (x_2i, x_2i+1) as in the RoPE paper, or
-            ``"halves"``, pairs (x_i, x_i+E/2) as in some implementations.
+        pairs: ``"interleaved"``, pairs (x_2f, x_2f+1) as in the RoPE paper, or
+            ``"halves"``, pairs (x_c, x_c+E/2) as in some implementations.
         scale: the factor on the scores before the softmax (default
             ``1 / sqrt(E)``, as ``qkv``).
         decimals: decimals of the numbers shown.
