@@ -16,6 +16,7 @@ from qkv.page.verdicts import (
     CLOCK,
     GROWTH,
     PADDING_ROWS,
+    PHRASES_MIME,
     SCALING,
     SPEED,
     TABLES,
@@ -174,13 +175,17 @@ def test_every_branch_reads_as_sentences():
 def test_every_declared_phrase_is_reached_and_is_its_message():
     """Each phrase of each table is chosen by some branch; what the page shows,
     made a template as the catalogue extracts it, is the declared phrase."""
+    from bookbuild.i18n.glue import PHRASES_MIME as EXTRACTED
     from bookbuild.i18n.glue import template
+
+    assert PHRASES_MIME == EXTRACTED  # what the extraction of the catalogues reads
 
     reached = set()
     for phrase in every_branch():
         assert phrase.template in phrase.choices
         assert template(str(phrase))[0] == phrase.template, str(phrase)
-        assert phrase._repr_json_() == {"phrases": list(phrase.choices)}
+        bundle = {PHRASES_MIME: {"phrases": list(phrase.choices)}}
+        assert phrase._repr_mimebundle_() == bundle
         assert phrase._repr_markdown_() == str(phrase)
         reached.add(phrase.template)
     declared = [p for tables in TABLES.values() for table in tables for p in table]

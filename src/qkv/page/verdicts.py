@@ -6,7 +6,7 @@ Every phrase a function here can return is declared in a module-level table
 (:data:`SCALING`, :data:`SPEED`, :data:`GROWTH`, :data:`CACHE`, :data:`CLOCK`,
 :data:`PADDING_ROWS`), written as the translation catalogue sees it: its
 numbers are ``{0}``, ``{1}``... in order. A function returns a :class:`Phrase`,
-which carries its whole table to the page (``application/json``), so that the
+which carries its whole table to the page (:data:`PHRASES_MIME`), so that the
 book's catalogues hold, and its French check requires, a translation of every
 phrase, not only of the one this machine measured. Each branch is tested.
 
@@ -30,6 +30,7 @@ __all__ = [
     "CLOCK",
     "GROWTH",
     "PADDING_ROWS",
+    "PHRASES_MIME",
     "SCALING",
     "SPEED",
     "TABLES",
@@ -44,10 +45,16 @@ __all__ = [
 ]
 
 
+#: The MIME type under which a :class:`Phrase` carries its table: a ``+json`` type,
+#: which a notebook keeps as JSON (the glue's prefix and all).
+PHRASES_MIME = "application/vnd.qkv.phrases+json"
+
+
 class Phrase:
     """One of the phrases of ``choices`` with its values filled in, for
     ``{glue:md}``: shown as Markdown, and carrying every phrase of ``choices``
-    (``{"phrases": [...]}`` as JSON) for the translation catalogues.
+    (``{"phrases": [...]}`` as :data:`PHRASES_MIME`) for the translation
+    catalogues.
 
     Args:
         choices: the table the phrase comes from.
@@ -73,8 +80,8 @@ class Phrase:
     def _repr_markdown_(self) -> str:
         return self.text
 
-    def _repr_json_(self) -> dict:
-        return {"phrases": list(self.choices)}
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        return {PHRASES_MIME: {"phrases": list(self.choices)}}
 
 
 #: What the slopes of the naive and the fused attention say (*cost-of-attention*).

@@ -25,8 +25,8 @@ catalogue and its values put back, written the way of the language (numbers
 and quotes, :mod:`bookbuild.i18n.numbers`; inside code or math as written). A
 phrase of no words (``0.05 + 0.24 = 0.29``) only has its values written again;
 a phrase not translated yet stays English. A phrase whose choice depends on the
-machine declares every phrase its code could choose (``{"phrases": [...]}`` in
-its ``application/json``, :class:`qkv.page.verdicts.Phrase`): each is a message
+machine declares every phrase its code could choose (``{"phrases": [...]}`` as
+:data:`PHRASES_MIME`, :class:`qkv.page.verdicts.Phrase`): each is a message
 of the page, and the check fails on one that has no translation, whichever
 this machine measured.
 """
@@ -41,6 +41,8 @@ from docutils import nodes
 from sphinx.application import Sphinx
 
 KEY = "bookbuild_nb_renderer"
+#: Where a glued phrase lists every phrase its code can choose (qkv's verdicts).
+PHRASES_MIME = "application/vnd.qkv.phrases+json"
 #: Beside each page's ``.pot``: the messages that are glued phrases.
 GLUED_SUFFIX = ".glued.json"
 
@@ -148,7 +150,7 @@ def _extract_glued_prose(app: Sphinx, doctree: nodes.document, docname: str):
         # A phrase that declares every phrase its code can choose (``{"phrases":
         # [...]}``, qkv.page.verdicts.Phrase): all of them are messages that
         # must be translated, whichever this machine measured.
-        declared = (data.get("application/json") or {}).get("phrases") or []
+        declared = (data.get(PHRASES_MIME) or {}).get("phrases") or []
         messages = [template(text)[0]] + [p for p in declared if is_prose(p)]
         if messages[0] not in declared:
             glued.append(messages[0])
