@@ -128,7 +128,7 @@ def test_glued_phrases_are_french(built_book):
     )
     phrase = glue["cost-fused-vs-naive"]["data"]["text/markdown"]
     message, values = template(phrase)
-    translation = page_messages(ROOT, "fr", "cost-of-attention")[message]
+    translation = page_messages(ROOT, "fr", chapter)[message]
     french = words(page(FR / f"{chapter}.html"))
     assert fill(translation, values, "fr") in french
     assert phrase not in french
