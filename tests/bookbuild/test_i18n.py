@@ -219,7 +219,9 @@ def test_every_declared_phrase_is_extracted_and_required(tmp_path):
 
     declared = ["{0} times faster than", "about as fast as", "{0} times slower than"]
     source = tmp_path / "a.md"
-    source.write_text("It was {glue:md}`speed` the other; {glue:md}`old`.\n")
+    source.write_text(
+        "It was {glue:md}`speed` the other; {glue:md}`old`{glue:md}`none`."
+    )
     executed = tmp_path / "executed"
     executed.mkdir()
     glue = {
@@ -230,6 +232,13 @@ def test_every_declared_phrase_is_extracted_and_required(tmp_path):
             }
         },
         "old": {"data": {"text/markdown": "an undeclared phrase"}},
+        # this machine chose the empty phrase: the others are messages still
+        "none": {
+            "data": {
+                "text/markdown": "",
+                PHRASES_MIME: {"phrases": ["", "a {0} phrase"]},
+            }
+        },
     }
     (executed / "a.glue.json").write_text(json.dumps(glue))
     app = SimpleNamespace(
@@ -243,7 +252,8 @@ def test_every_declared_phrase_is_extracted_and_required(tmp_path):
     doctree = new_document("a")
     _extract_glued_prose(app, doctree, "a")
     messages = [p.astext() for p in doctree.findall(nodes.paragraph)]
-    assert sorted(messages) == sorted([*declared, "an undeclared phrase"])
+    expected = [*declared, "an undeclared phrase", "a {0} phrase"]
+    assert sorted(messages) == sorted(expected)
     listing = tmp_path / "gettext" / f"a{GLUED_SUFFIX}"
     assert json.loads(listing.read_text()) == ["an undeclared phrase"]
 

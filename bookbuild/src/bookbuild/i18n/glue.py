@@ -145,15 +145,18 @@ def _extract_glued_prose(app: Sphinx, doctree: nodes.document, docname: str):
     for key in keys:
         data = glue.get(key, {}).get("data", {})
         text = data.get("text/markdown")
-        if not isinstance(text, str) or not is_prose(text):
+        if not isinstance(text, str):
             continue
         # A phrase that declares every phrase its code can choose (``{"phrases":
         # [...]}``, qkv.page.verdicts.Phrase): all of them are messages that
-        # must be translated, whichever this machine measured.
+        # must be translated, whichever this machine measured (even none).
         declared = (data.get(PHRASES_MIME) or {}).get("phrases") or []
-        messages = [template(text)[0]] + [p for p in declared if is_prose(p)]
-        if messages[0] not in declared:
-            glued.append(messages[0])
+        messages = [p for p in declared if is_prose(p)]
+        if is_prose(text) and template(text)[0] not in declared:
+            glued.append(template(text)[0])
+            messages.insert(0, glued[-1])
+        if not messages:
+            continue
         line = source[: source.index(f"`{key}")].count("\n") + 1
         for message in dict.fromkeys(messages):
             paragraph = nodes.paragraph(message, message)
