@@ -204,6 +204,60 @@ def test_a_glued_phrase_no_catalogue_has_seen_is_a_notice(tmp_path):
     assert any("a: untranslated" in p and "New" in p for p in found), found
 
 
+def test_every_declared_phrase_is_extracted_and_required(tmp_path):
+    """A glued phrase that declares every phrase its code can choose (qkv's
+    verdicts: a timing picks one) puts all of them in the page's messages, none
+    listed as a glued phrase: the check then fails on any branch without a
+    translation, whichever branch this machine took."""
+    import json
+    from types import SimpleNamespace
+
+    from docutils import nodes
+    from docutils.utils import new_document
+
+    from bookbuild.i18n.glue import PHRASES_MIME, _extract_glued_prose
+
+    declared = ["{0} times faster than", "about as fast as", "{0} times slower than"]
+    source = tmp_path / "a.md"
+    source.write_text(
+        "It was {glue:md}`speed` the other; {glue:md}`old`{glue:md}`none`."
+    )
+    executed = tmp_path / "executed"
+    executed.mkdir()
+    glue = {
+        "speed": {
+            "data": {
+                "text/markdown": "2.5 times faster than",
+                PHRASES_MIME: {"phrases": declared},
+            }
+        },
+        "old": {"data": {"text/markdown": "an undeclared phrase"}},
+        # this machine chose the empty phrase: the others are messages still
+        "none": {
+            "data": {
+                "text/markdown": "",
+                PHRASES_MIME: {"phrases": ["", "a {0} phrase"]},
+            }
+        },
+    }
+    (executed / "a.glue.json").write_text(json.dumps(glue))
+    app = SimpleNamespace(
+        builder=SimpleNamespace(name="gettext"),
+        env=SimpleNamespace(
+            doc2path=lambda docname: str(source),
+            mystnb_config=SimpleNamespace(output_folder=str(executed)),
+        ),
+        outdir=str(tmp_path / "gettext"),
+    )
+    doctree = new_document("a")
+    _extract_glued_prose(app, doctree, "a")
+    messages = [p.astext() for p in doctree.findall(nodes.paragraph)]
+    expected = [*declared, "an undeclared phrase", "a {0} phrase"]
+    assert sorted(messages) == sorted(expected)
+    listing = tmp_path / "gettext" / f"a{GLUED_SUFFIX}"
+    assert json.loads(listing.read_text()) == ["an undeclared phrase"]
+
+
 def test_counts_per_page(tmp_path):
     _book(tmp_path, "[a]")
     counts = {c.page: c for c in translations.count(tmp_path, "fr")}

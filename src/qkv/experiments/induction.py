@@ -243,10 +243,10 @@ class InductionModel(nn.Module):
     attention" of Shortformer, Press et al. 2021, as in the small models of the
     induction-head literature). A head can then use positions to decide where to
     look, but what it copies is tokens only. With ``positions="residual"`` they are
-    added once to the token embeddings, as in GPT-2: the model usually still learns
-    to predict the repeat, but often by another circuit (a first-layer head that
-    finds the earlier copy of the current token, whose *position* the second layer
-    then uses), with no previous-token head.
+    added once to the token embeddings, as in GPT-2, so that the values, and what
+    a head copies, carry positions too. :func:`train` and the chapter use the
+    default only: what a model with ``"residual"`` learns on this task is not
+    measured here.
 
     Args:
         vocab_size: V.

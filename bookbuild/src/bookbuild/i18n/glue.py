@@ -24,7 +24,11 @@ a paragraph of its own, which is no message), the phrase is read through the
 catalogue and its values put back, written the way of the language (numbers
 and quotes, :mod:`bookbuild.i18n.numbers`; inside code or math as written). A
 phrase of no words (``0.05 + 0.24 = 0.29``) only has its values written again;
-a phrase not translated yet stays English.
+a phrase not translated yet stays English. A phrase whose choice depends on the
+machine declares every phrase its code could choose (``{"phrases": [...]}`` as
+:data:`PHRASES_MIME`, :class:`qkv.page.verdicts.Phrase`): each is a message
+of the page, and the check fails on one that has no translation, whichever
+this machine measured.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ from docutils import nodes
 from sphinx.application import Sphinx
 
 KEY = "bookbuild_nb_renderer"
+#: Where a glued phrase lists every phrase its code can choose (qkv's verdicts).
+PHRASES_MIME = "application/vnd.qkv.phrases+json"
 #: Beside each page's ``.pot``: the messages that are glued phrases.
 GLUED_SUFFIX = ".glued.json"
 
@@ -137,19 +143,30 @@ def _extract_glued_prose(app: Sphinx, doctree: nodes.document, docname: str):
     glue = json.loads(glue_file.read_text(encoding="utf-8"))
     glued = []
     for key in keys:
-        text = glue.get(key, {}).get("data", {}).get("text/markdown")
-        if not isinstance(text, str) or not is_prose(text):
+        data = glue.get(key, {}).get("data", {})
+        text = data.get("text/markdown")
+        if not isinstance(text, str):
             continue
-        message = template(text)[0]
-        glued.append(message)
-        paragraph = nodes.paragraph(message, message)
-        paragraph.source = str(path)
-        paragraph.line = source[: source.index(f"`{key}")].count("\n") + 1
-        paragraph.uid = ""  # the gettext builder skips nodes without one
-        doctree += paragraph
-    # Which messages are glued phrases: a measurement may take another branch on
-    # another machine, and the check then only notes the new phrase (it falls
-    # back to English) instead of failing the build of a lecturer.
+        # A phrase that declares every phrase its code can choose (``{"phrases":
+        # [...]}``, qkv.page.verdicts.Phrase): all of them are messages that
+        # must be translated, whichever this machine measured (even none).
+        declared = (data.get(PHRASES_MIME) or {}).get("phrases") or []
+        messages = [p for p in declared if is_prose(p)]
+        if is_prose(text) and template(text)[0] not in declared:
+            glued.append(template(text)[0])
+            messages.insert(0, glued[-1])
+        if not messages:
+            continue
+        line = source[: source.index(f"`{key}")].count("\n") + 1
+        for message in dict.fromkeys(messages):
+            paragraph = nodes.paragraph(message, message)
+            paragraph.source = str(path)
+            paragraph.line = line
+            paragraph.uid = ""  # the gettext builder skips nodes without one
+            doctree += paragraph
+    # Which messages are glued phrases not declared: a measurement may take
+    # another branch on another machine, and the check then only notes the new
+    # phrase (it falls back to English) instead of failing the build of a lecturer.
     listing = Path(app.outdir) / f"{docname}{GLUED_SUFFIX}"
     listing.parent.mkdir(parents=True, exist_ok=True)
     listing.write_text(json.dumps(glued, ensure_ascii=False), encoding="utf-8")
