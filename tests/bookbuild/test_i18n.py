@@ -164,6 +164,21 @@ def test_check_is_strict_only_for_the_pages_listed_as_translated(tmp_path):
     assert any("c is listed as translated, not a page" in p for p in found), found
 
 
+def test_a_failed_check_names_the_pages_the_counts_and_the_command(tmp_path, capsys):
+    """A newcomer whose prose edit fails the check reads what to run and where."""
+    _book(tmp_path, "all")
+    assert translations.check(tmp_path, extract_first=False) == 1
+    out = capsys.readouterr().out
+    summary = out[out.index("translations: 2 problem(s) in 1 catalogue(s):") :]
+    assert "locales/fr/LC_MESSAGES/b.po: 1 fuzzy, 1 untranslated" in summary
+    assert "run `make translations`, then translate the messages marked" in summary
+    assert "fuzzy or left empty in locales/fr/LC_MESSAGES/b.po" in summary
+    assert "a.po" not in summary  # complete: not named
+    _book(tmp_path, "[a]")
+    assert translations.check(tmp_path, extract_first=False) == 0
+    assert "translations: 0 problem(s)" in capsys.readouterr().out
+
+
 def test_check_applies_the_markup_check_to_every_translated_message(tmp_path):
     _book(tmp_path, "[a]")
     po = tmp_path / "locales" / "fr" / "LC_MESSAGES" / "a.po"
