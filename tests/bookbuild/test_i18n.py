@@ -460,3 +460,30 @@ def test_site_builds_both_languages_side_by_side(
         assert f"site: the build of {failed} failed" in out
     else:
         assert "failed" not in out
+
+
+LOG = """\
+Running Sphinx v7.4.7
+reading sources... [100%] book/masking
+writing output... [ 50%] book/intro
+writing output... [100%] book/masking
+/book/masking.md:552: WARNING: undefined label: 'no-such-label'
+copying images... [100%] _build/jupyter_execute/a.svg
+build finished with problems, 1 warning.
+"""
+
+
+def test_the_build_summary_is_short_and_a_failure_shows_what_failed(tmp_path):
+    """`make book` prints one line per language; for a failed build, its
+    warnings, the end of its log without Sphinx's progress lines, the log's path."""
+    log = tmp_path / "build-en.log"
+    log.write_text(LOG, encoding="utf-8")
+    (line,) = translations.summary("English", log, 0, 61.6)
+    assert line.startswith("site: English built in 62 s: 2 page(s) written")
+    assert "1 warning(s)" in line and str(log) in line
+    failed = "\n".join(translations.summary("English", log, 1, 61.6))
+    assert "site: English FAILED (exit code 1)" in failed
+    assert "    /book/masking.md:552: WARNING: undefined label" in failed
+    assert "build finished with problems" in failed
+    assert "copying images" not in failed and "writing output" not in failed
+    assert failed.count(str(log)) >= 2

@@ -337,8 +337,14 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 WRITTEN = re.compile(r"^writing output\.\.\. \[\s*\d+%\] (\S+)", re.M)
 #: What a reader of a failed build needs: Sphinx's warnings and errors.
 TROUBLE = re.compile(r"WARNING|ERROR|Error|Exception|Traceback|failed")
+#: Sphinx's progress lines, left out of the end of a failed build's log.
+PROGRESS = re.compile(
+    r"^(copying images|reading sources|writing output|copying |dumping |"
+    r"loading |checking |preparing |generating |pickling |updating |looking for "
+    r"|building \[|.*\[mystnb\]$)"
+)
 #: How many lines of a failed build's log the summary shows at most.
-TAIL, TROUBLES = 25, 40
+TAIL, TROUBLES = 15, 40
 
 
 def summary(name: str, log: Path, code: int, seconds: float) -> list[str]:
@@ -362,8 +368,12 @@ def summary(name: str, log: Path, code: int, seconds: float) -> list[str]:
         lines += [f"    {line}" for line in troubles[:TROUBLES]]
         if len(troubles) > TROUBLES:
             lines.append(f"    ... {len(troubles) - TROUBLES} more in {log}")
-    lines.append(f"  the end of its log ({log}):")
-    lines += [f"    {line}" for line in text.splitlines()[-TAIL:]]
+    lines.append(f"  the end of its log ({log}), progress lines left out:")
+    lines += [
+        f"    {line}"
+        for line in text.splitlines()
+        if line.strip() and not PROGRESS.match(line)
+    ][-TAIL:]
     return lines
 
 
