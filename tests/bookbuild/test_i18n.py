@@ -174,6 +174,14 @@ def test_a_failed_check_names_the_pages_the_counts_and_the_command(tmp_path, cap
     assert "run `make translations`, then translate the messages marked" in summary
     assert "fuzzy or left empty in locales/fr/LC_MESSAGES/b.po" in summary
     assert "a.po" not in summary  # complete: not named
+    assert "only phrases glued by the code" not in summary
+    # The same problems, in phrases glued by the code (a branch measured here).
+    listing = tmp_path / "_build" / "gettext" / f"b{GLUED_SUFFIX}"
+    listing.write_text('["Three $x$.", "Four."]', encoding="utf-8")
+    assert translations.check(tmp_path, extract_first=False) == 1
+    out = capsys.readouterr().out
+    assert "In locales/fr/LC_MESSAGES/b.po only phrases glued by the code" in out
+    assert "`git checkout -- locales/fr/LC_MESSAGES/b.po`" in out
     _book(tmp_path, "[a]")
     assert translations.check(tmp_path, extract_first=False) == 0
     assert "translations: 0 problem(s)" in capsys.readouterr().out

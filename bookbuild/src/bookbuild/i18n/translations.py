@@ -570,6 +570,7 @@ class Problem:
     page: str  # "" for a problem of _config.yml
     kind: str  # untranslated, fuzzy, markup, no catalogue, not a page
     line: str
+    glued: bool = False  # a phrase glued by the code (its branch may be measured)
 
     def __str__(self) -> str:
         return self.line
@@ -630,6 +631,7 @@ def find_problems(root: Path, notices: list[str] | None = None) -> list[Problem]
                             state,
                             f"{language}: {page}: {state} ({wanted.where}): "
                             f"{_short(msgid)}",
+                            glued=msgid in glued,
                         )
                     )
             for message in have.values():
@@ -675,6 +677,12 @@ def advice(root: Path, found: list[Problem]) -> list[str]:
         ] += 1
     lines = [f"translations: {len(found)} problem(s) in {len(by_page)} catalogue(s):"]
     to_translate, to_fix, config = [], [], False
+    measured = [
+        po_path(Path("."), language, page).as_posix()
+        for language, page in by_page
+        if page
+        and all(p.glued for p in found if (p.language, p.page) == (language, page))
+    ]
     for (language, page), kinds in by_page.items():
         if not page:
             config = True
@@ -698,6 +706,14 @@ def advice(root: Path, found: list[Problem]) -> list[str]:
             "Fix the translations listed above in " + ", ".join(to_fix) + ": each "
             "must keep the roles, math, glued values, code, links and numbers of "
             "its English source."
+        )
+    if measured:
+        lines.append(
+            "In " + ", ".join(measured) + " only phrases glued by the code are "
+            "left: a measurement of this machine may have chosen another phrase "
+            "than the catalogue's. If you did not edit that page, restore its "
+            "catalogue (`git checkout -- " + " ".join(measured) + "`): the "
+            "check then only notes the phrase."
         )
     if config:
         lines.append(
