@@ -495,3 +495,13 @@ def test_the_build_summary_is_short_and_a_failure_shows_what_failed(tmp_path):
     assert "build finished with problems" in failed
     assert "copying images" not in failed and "writing output" not in failed
     assert failed.count(str(log)) >= 2
+
+
+def test_a_page_that_left_the_book_is_not_checked(tmp_path):
+    """Its .pot, left in _build/gettext by an earlier extraction, is no page."""
+    _book(tmp_path, "all")
+    (tmp_path / "_build" / "gettext" / "a.pot").rename(
+        tmp_path / "_build" / "gettext" / "gone.pot"
+    )
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: b\n")
+    assert set(translations._pages(tmp_path, "fr")) == {"b"}

@@ -449,6 +449,14 @@ def extract(root: Path) -> int:
     )
     # The theme's template strings: the theme's own catalogues translate them.
     (target / "sphinx.pot").unlink(missing_ok=True)
+    # A page that left the book keeps its old .pot: sphinx-intl would make it
+    # a catalogue again, and the check would ask for its translation.
+    from bookbuild.toc import pages
+
+    book_pages = set(pages(root))
+    for pot in target.rglob("*.pot"):
+        if pot.relative_to(target).with_suffix("").as_posix() not in book_pages:
+            pot.unlink()
     return code
 
 
@@ -477,13 +485,18 @@ def update(root: Path) -> int:
 
 
 def _pages(root: Path, language: str) -> dict[str, Path]:
-    """page -> .pot (freshly extracted) or .po, for every page with messages."""
+    """page -> .pot (freshly extracted) or .po, for every page with messages.
+    A ``.pot`` left by a page that has left the book is not one."""
+    from bookbuild.toc import pages
+
     pots = Path(root) / GETTEXT
     if pots.is_dir() and any(pots.rglob("*.pot")):
-        return {
+        book_pages = set(pages(root))
+        extracted = {
             p.relative_to(pots).with_suffix("").as_posix(): p
             for p in sorted(pots.rglob("*.pot"))
         }
+        return {page: p for page, p in extracted.items() if page in book_pages}
     folder = Path(root) / LOCALES / language / "LC_MESSAGES"
     return {
         p.relative_to(folder).with_suffix("").as_posix(): p
