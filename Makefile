@@ -95,7 +95,7 @@ $(STUDENT_BUILT): $(INSTALLED) $(BOOK_INPUTS)
 	@mkdir -p $(@D) && touch $@.start
 	@$(BIN)/python -P -m bookbuild.execute.prefill
 	@QKV_EDITION=student $(BIN)/python -m bookbuild.i18n.translations site \
-		--path-output _build/student
+		--path-output _build/student --log-dir _build/logs/student
 	@echo "student edition: _build/student/_build/html/index.html"
 	@mv $@.start $@
 
@@ -103,12 +103,15 @@ $(STUDENT_BUILT): $(INSTALLED) $(BOOK_INPUTS)
 # then Sphinx builds the site from the cache, strictly (jupyter-book build . -W
 # -n --keep-going), and, side by side with it, each translation (locales/) into
 # _build/html/<language>, from the same cache (bookbuild.i18n.translations site).
+# Each build's whole log goes to _build/logs/build-<language>.log; what is printed
+# is a summary (time, pages written, warnings per language) and, for a build that
+# failed, its warning and error lines, the end of its log and the log's path.
 # The stamp gets the time the build *started*: an input edited during the build,
 # or right after it, is newer than the stamp and triggers the next build.
 $(BUILT): $(INSTALLED) $(BOOK_INPUTS)
 	@mkdir -p $(@D) && touch $@.start
 	@$(BIN)/python -P -m bookbuild.execute.prefill
-	@$(BIN)/python -m bookbuild.i18n.translations site
+	@$(BIN)/python -m bookbuild.i18n.translations site --log-dir _build/logs
 	@mv $@.start $@
 
 # For translators: the messages of every page extracted again, merged into

@@ -164,6 +164,29 @@ def test_check_is_strict_only_for_the_pages_listed_as_translated(tmp_path):
     assert any("c is listed as translated, not a page" in p for p in found), found
 
 
+def test_a_failed_check_names_the_pages_the_counts_and_the_command(tmp_path, capsys):
+    """A newcomer whose prose edit fails the check reads what to run and where."""
+    _book(tmp_path, "all")
+    assert translations.check(tmp_path, extract_first=False) == 1
+    out = capsys.readouterr().out
+    summary = out[out.index("translations: 2 problem(s) in 1 catalogue(s):") :]
+    assert "locales/fr/LC_MESSAGES/b.po: 1 fuzzy, 1 untranslated" in summary
+    assert "run `make translations`, then translate the messages marked" in summary
+    assert "fuzzy or left empty in locales/fr/LC_MESSAGES/b.po" in summary
+    assert "a.po" not in summary  # complete: not named
+    assert "only phrases glued by the code" not in summary
+    # The same problems, in phrases glued by the code (a branch measured here).
+    listing = tmp_path / "_build" / "gettext" / f"b{GLUED_SUFFIX}"
+    listing.write_text('["Three $x$.", "Four."]', encoding="utf-8")
+    assert translations.check(tmp_path, extract_first=False) == 1
+    out = capsys.readouterr().out
+    assert "In locales/fr/LC_MESSAGES/b.po only phrases glued by the code" in out
+    assert "`git checkout -- locales/fr/LC_MESSAGES/b.po`" in out
+    _book(tmp_path, "[a]")
+    assert translations.check(tmp_path, extract_first=False) == 0
+    assert "translations: 0 problem(s)" in capsys.readouterr().out
+
+
 def test_check_applies_the_markup_check_to_every_translated_message(tmp_path):
     _book(tmp_path, "[a]")
     po = tmp_path / "locales" / "fr" / "LC_MESSAGES" / "a.po"
@@ -499,3 +522,40 @@ def test_site_builds_both_languages_side_by_side(
         assert f"site: the build of {failed} failed" in out
     else:
         assert "failed" not in out
+
+
+LOG = """\
+Running Sphinx v7.4.7
+reading sources... [100%] book/masking
+writing output... [ 50%] book/intro
+writing output... [100%] book/masking
+/book/masking.md:552: WARNING: undefined label: 'no-such-label'
+copying images... [100%] _build/jupyter_execute/a.svg
+build finished with problems, 1 warning.
+"""
+
+
+def test_the_build_summary_is_short_and_a_failure_shows_what_failed(tmp_path):
+    """`make book` prints one line per language; for a failed build, its
+    warnings, the end of its log without Sphinx's progress lines, the log's path."""
+    log = tmp_path / "build-en.log"
+    log.write_text(LOG, encoding="utf-8")
+    (line,) = translations.summary("English", log, 0, 61.6)
+    assert line.startswith("site: English built in 62 s: 2 page(s) written")
+    assert "1 warning(s)" in line and str(log) in line
+    failed = "\n".join(translations.summary("English", log, 1, 61.6))
+    assert "site: English FAILED (exit code 1)" in failed
+    assert "    /book/masking.md:552: WARNING: undefined label" in failed
+    assert "build finished with problems" in failed
+    assert "copying images" not in failed and "writing output" not in failed
+    assert failed.count(str(log)) >= 2
+
+
+def test_a_page_that_left_the_book_is_not_checked(tmp_path):
+    """Its .pot, left in _build/gettext by an earlier extraction, is no page."""
+    _book(tmp_path, "all")
+    (tmp_path / "_build" / "gettext" / "a.pot").rename(
+        tmp_path / "_build" / "gettext" / "gone.pot"
+    )
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: b\n")
+    assert set(translations._pages(tmp_path, "fr")) == {"b"}

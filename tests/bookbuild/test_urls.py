@@ -12,6 +12,7 @@ from bookbuild.site.urls import (
     github_slug,
     launch_links,
     set_addresses,
+    set_citation,
     set_project_urls,
 )
 from bookbuild.tools.testing import MYST_NOTEBOOK, build_book
@@ -51,6 +52,31 @@ def test_project_urls_are_written_into_pyproject():
     }
     with pytest.raises(ValueError, match="project.urls"):
         set_project_urls("[project]\nname = 'x'\n", REPOSITORY, SITE)
+
+
+def test_citation_gets_the_site_the_repository_and_the_commit():
+    """make addresses fills CITATION.cff too (GitHub's "Cite this repository",
+    Zenodo); the source has none of the three; filling twice changes nothing."""
+    import yaml
+
+    text = (ROOT / "CITATION.cff").read_text(encoding="utf-8")
+    source = yaml.safe_load(text)
+    assert not {"url", "repository-code", "commit"} & set(source)
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    filled = set_citation(text, REPOSITORY, SITE, commit)
+    assert set_citation(filled, REPOSITORY, SITE, commit) == filled
+    cff = yaml.safe_load(filled)
+    assert (cff["url"], cff["repository-code"], cff["commit"]) == (
+        SITE,
+        REPOSITORY,
+        commit,
+    )
+    assert cff["version"] == source["version"]
+    assert cff["references"] == source["references"]  # their own url kept
+    assert filled.count("\n#") == text.count("\n#")  # comments kept
+    assert "commit" not in yaml.safe_load(set_citation(text, REPOSITORY, SITE, ""))
+    with pytest.raises(ValueError, match="version"):
+        set_citation("title: x\n", REPOSITORY, SITE, commit)
 
 
 def test_launch_links_need_a_github_repository():
@@ -125,6 +151,8 @@ def test_with_addresses_the_pages_link_out_and_without_they_do_not(small_book):
             assert "mybinder.org/v2/gh/example-org/attention-book/notebooks" in page
             assert f"git+{REPOSITORY}" in first_cell
             assert f"url = {{{SITE}lesson.html}}" in cite
+            version = re.search(r"^version: (\S+)", citation, re.M).group(1)
+            assert f"Version {version}" in cite
         else:
             for outside in ("colab", "mybinder", "github.com"):
                 assert outside not in page.lower(), outside

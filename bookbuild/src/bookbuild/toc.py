@@ -14,6 +14,22 @@ from sphinx_external_toc.api import SiteMap
 from sphinx_external_toc.parsing import parse_toc_yaml
 
 
+def book_root(srcdir: Path) -> Path:
+    """The book's folder: Sphinx's source folder ``srcdir``, or, in Jupyter
+    Book's one-page build (``jupyter-book build book/masking.md``, whose source
+    folder is the page's own), the nearest folder above it with a ``_toc.yml``."""
+    srcdir = Path(srcdir).resolve()
+    for folder in (srcdir, *srcdir.parents):
+        if (folder / "_toc.yml").is_file():
+            return folder
+    return srcdir
+
+
+def is_one_page_build(srcdir: Path) -> bool:
+    """True in Jupyter Book's one-page build: no table of contents, no chapters."""
+    return not (Path(srcdir) / "_toc.yml").is_file()
+
+
 def site_map(root: Path) -> SiteMap:
     """The parsed ``_toc.yml`` of the book in ``root``."""
     return parse_toc_yaml(Path(root) / "_toc.yml")

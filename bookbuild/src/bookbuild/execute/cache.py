@@ -85,7 +85,9 @@ def prune_caches(current: Path) -> list[Path]:
 def _set_cache_path(app, config) -> None:
     # The cache lives in the book's own _build, whatever the output folder, so
     # that the student edition (built elsewhere) reads the same outputs.
-    root = Path(app.srcdir)
+    from bookbuild.toc import book_root
+
+    root = book_root(app.srcdir)  # also in a one-page build: the book's cache
     cache = cache_path(root, root / "_build", list(config.dependency_cache_paths))
     config.nb_execution_cache_path = str(cache)
 

@@ -101,7 +101,9 @@ def fingerprint() -> str:
 
 def _apply_for_sphinx(app, config) -> None:
     # The book's _build, whatever the output folder (as bookbuild.execute.cache does).
-    apply(Path(app.srcdir) / "_build")
+    from bookbuild.toc import book_root
+
+    apply(book_root(app.srcdir) / "_build")
 
 
 def setup(app) -> dict:

@@ -157,6 +157,9 @@ def main(root: Path) -> int:
     for page in pages(root):
         if is_notebook(root, page):
             cache.add_nb_to_project(str(root / f"{page}.md"), read_data=READER)
+    for record in cache.list_project_records():
+        if not Path(record.uri).is_file():  # a chapter that was deleted
+            cache.remove_nb_from_project(record.pk)
     todo = cache.list_unexecuted()
     if not todo:
         print(f"prefill: all chapters cached ({time.perf_counter() - start:.1f} s)")

@@ -14,7 +14,12 @@
   (``jupyter-book build . -W -n --keep-going``) and ``build`` side by side,
   two processes (a Sphinx build uses one core; the two read the same cache and
   write to different folders). The root language's log shows as it comes, the
-  translations' when they end; fails when either fails.
+  translations' when they end; fails when either fails. With ``--log-dir DIR``
+  (``make book``), each build's whole log goes to a file instead,
+  ``DIR/build-<code>.log`` (the translations' in one, ``build-fr.log``), and
+  what is printed is a summary: per language, the time, the pages written and
+  the warnings; for a build that failed, its warning and error lines, the end
+  of its log and the log's path (:func:`summary`).
 * ``extract``: the messages of every page, ``_build/gettext/<page>.pot``
   (Sphinx's gettext builder, ``gettext_compact: false``: one file per page).
 * ``update`` (``make translations``): ``extract``, then ``sphinx-intl update
@@ -327,6 +332,115 @@ def site(root: Path, path_output: Path | None = None) -> int:
     return root_code or others_code
 
 
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+#: A page Sphinx writes: "writing output... [ 40%] book/masking".
+WRITTEN = re.compile(r"^writing output\.\.\. \[\s*\d+%\] (\S+)", re.M)
+#: What a reader of a failed build needs: Sphinx's warnings and errors.
+TROUBLE = re.compile(r"WARNING|ERROR|Error|Exception|Traceback|failed")
+#: Sphinx's progress lines, left out of the end of a failed build's log.
+PROGRESS = re.compile(
+    r"^(copying images|reading sources|writing output|copying |dumping |"
+    r"loading |checking |preparing |generating |pickling |updating |looking for "
+    r"|building \[|.*\[mystnb\]$)"
+)
+#: How many lines of a failed build's log the summary shows at most.
+TAIL, TROUBLES = 15, 40
+
+
+def summary(name: str, log: Path, code: int, seconds: float) -> list[str]:
+    """What ``site --log-dir`` prints of one build: a line when it succeeded;
+    when it failed, also its warning and error lines and the end of its log."""
+    text = log.read_text(encoding="utf-8", errors="replace")
+    written = len(set(WRITTEN.findall(text)))
+    warnings = len(re.findall(r"WARNING:", text))
+    state = "built" if code == 0 else f"FAILED (exit code {code})"
+    lines = [
+        f"site: {name} {state} in {seconds:.0f} s: {written} page(s) written, "
+        f"{warnings} warning(s); full log: {log}"
+    ]
+    # The translations' own lines, one per language: "translations: fr built in".
+    lines += [f"  {line}" for line in re.findall(r"^translations: .*$", text, re.M)]
+    if code == 0:
+        return lines
+    troubles = [line for line in text.splitlines() if TROUBLE.search(line)]
+    if troubles:
+        lines.append(f"  its warning and error lines ({len(troubles)}):")
+        lines += [f"    {line}" for line in troubles[:TROUBLES]]
+        if len(troubles) > TROUBLES:
+            lines.append(f"    ... {len(troubles) - TROUBLES} more in {log}")
+    lines.append(f"  the end of its log ({log}), progress lines left out:")
+    lines += [
+        f"    {line}"
+        for line in text.splitlines()
+        if line.strip() and not PROGRESS.match(line)
+    ][-TAIL:]
+    return lines
+
+
+def site_logged(root: Path, log_dir: Path, path_output: Path | None = None) -> int:
+    """``site``, each build's log in a file of ``log_dir``, a summary printed."""
+    import time
+
+    output = ["--path-output", str(path_output)] if path_output else []
+    jupyter_book = Path(sys.executable).parent / "jupyter-book"
+    codes = list(languages(root))
+    names = languages(root)
+    log_dir = Path(log_dir)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    builds = {
+        names[codes[0]]: (
+            [str(jupyter_book), "build", str(root), "-W", "-n", "--keep-going"],
+            log_dir / f"build-{codes[0]}.log",
+        )
+    }
+    if codes[1:]:
+        builds[", ".join(names[c] for c in codes[1:])] = (
+            [sys.executable, "-m", "bookbuild.i18n.translations", "build"],
+            log_dir / f"build-{'-'.join(codes[1:])}.log",
+        )
+    print(
+        f"site: {' and '.join(builds)} built side by side, logs in {log_dir}/ "
+        "(a few minutes when pages changed)",
+        flush=True,
+    )
+    start = time.perf_counter()
+    running, handles, ended = {}, [], {}
+    try:
+        for name, (command, log) in builds.items():
+            handle = open(log, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+            handles.append(handle)
+            running[name] = subprocess.Popen(
+                command + output, cwd=root, stdout=handle, stderr=subprocess.STDOUT
+            )
+        while len(ended) < len(running):
+            for name, process in running.items():
+                if name not in ended and process.poll() is not None:
+                    ended[name] = (process.returncode, time.perf_counter() - start)
+            time.sleep(0.2)
+    finally:
+        for process in running.values():
+            if process.poll() is None:
+                process.terminate()
+        for handle in handles:
+            handle.close()
+    lines = []
+    for name, (_, log) in builds.items():
+        log.write_text(  # plain text: Sphinx colours even a file
+            ANSI.sub("", log.read_text(encoding="utf-8", errors="replace")),
+            encoding="utf-8",
+        )
+        code, seconds = ended[name]
+        lines += summary(name, log, code, seconds)
+    print("\n".join(lines), flush=True)
+    failed = [name for name, (code, _) in ended.items() if code]
+    if failed:
+        print(
+            f"site: the build of {' and '.join(failed)} failed (strict: one "
+            "warning fails it); what failed is above, all of it in the log"
+        )
+    return next((code for code, _ in ended.values() if code), 0)
+
+
 def extract(root: Path) -> int:
     """``_build/gettext/<page>.pot`` for every page."""
     target = Path(root) / GETTEXT
@@ -335,6 +449,14 @@ def extract(root: Path) -> int:
     )
     # The theme's template strings: the theme's own catalogues translate them.
     (target / "sphinx.pot").unlink(missing_ok=True)
+    # A page that left the book keeps its old .pot: sphinx-intl would make it
+    # a catalogue again, and the check would ask for its translation.
+    from bookbuild.toc import pages
+
+    book_pages = set(pages(root))
+    for pot in target.rglob("*.pot"):
+        if pot.relative_to(target).with_suffix("").as_posix() not in book_pages:
+            pot.unlink()
     return code
 
 
@@ -363,13 +485,18 @@ def update(root: Path) -> int:
 
 
 def _pages(root: Path, language: str) -> dict[str, Path]:
-    """page -> .pot (freshly extracted) or .po, for every page with messages."""
+    """page -> .pot (freshly extracted) or .po, for every page with messages.
+    A ``.pot`` left by a page that has left the book is not one."""
+    from bookbuild.toc import pages
+
     pots = Path(root) / GETTEXT
     if pots.is_dir() and any(pots.rglob("*.pot")):
-        return {
+        book_pages = set(pages(root))
+        extracted = {
             p.relative_to(pots).with_suffix("").as_posix(): p
             for p in sorted(pots.rglob("*.pot"))
         }
+        return {page: p for page, p in extracted.items() if page in book_pages}
     folder = Path(root) / LOCALES / language / "LC_MESSAGES"
     return {
         p.relative_to(folder).with_suffix("").as_posix(): p
@@ -448,21 +575,47 @@ def glued_phrases(root: Path, page: str) -> set[str]:
     return set(json.loads(listing.read_text(encoding="utf-8")))
 
 
+@dataclass
+class Problem:
+    """One thing ``check`` reports: where, what kind, and the line it prints."""
+
+    language: str
+    page: str  # "" for a problem of _config.yml
+    kind: str  # untranslated, fuzzy, markup, no catalogue, not a page
+    line: str
+    glued: bool = False  # a phrase glued by the code (its branch may be measured)
+
+    def __str__(self) -> str:
+        return self.line
+
+
 def problems(root: Path, notices: list[str] | None = None) -> list[str]:
     """Everything ``check`` reports (empty when the translations are sound).
     A glued phrase that is in no catalogue (a measurement took a branch the
     translators have not seen) goes to ``notices`` instead: it is shown in
     English, and a lecturer's build must not fail for a measurement."""
+    return [str(problem) for problem in find_problems(root, notices)]
+
+
+def find_problems(root: Path, notices: list[str] | None = None) -> list[Problem]:
+    """:func:`problems`, each with its language, page and kind."""
     from bookbuild.toc import pages
 
     notices = [] if notices is None else notices
-    found = []
+    found: list[Problem] = []
     book_pages = set(pages(root))
     for language in translated_languages(root):
         strict = strict_pages(root, language)
         if strict != ALL:
             for page in sorted(strict - book_pages):
-                found.append(f"{language}: {page} is listed as translated, not a page")
+                found.append(
+                    Problem(
+                        language,
+                        "",
+                        "not a page",
+                        f"{language}: {page} is listed as translated, not a page",
+                    )
+                )
         sources = _pages(root, language)
         for page, source in sources.items():
             po = po_path(root, language, page)
@@ -485,21 +638,105 @@ def problems(root: Path, notices: list[str] | None = None) -> list[str]:
                     else:
                         continue
                     found.append(
-                        f"{language}: {page}: {state} ({wanted.where}): {_short(msgid)}"
+                        Problem(
+                            language,
+                            page,
+                            state,
+                            f"{language}: {page}: {state} ({wanted.where}): "
+                            f"{_short(msgid)}",
+                            glued=msgid in glued,
+                        )
                     )
             for message in have.values():
                 if not message.translated:
                     continue
                 for problem in markup_problems(message.msgid, message.msgstr, language):
                     found.append(
-                        f"{language}: {page}: {problem} ({message.where}): "
-                        f"{_short(message.msgstr)}"
+                        Problem(
+                            language,
+                            page,
+                            "markup",
+                            f"{language}: {page}: {problem} ({message.where}): "
+                            f"{_short(message.msgstr)}",
+                        )
                     )
         if strict != ALL:
             for page in sorted(strict & book_pages):
                 if not po_path(root, language, page).is_file() and page in sources:
-                    found.append(f"{language}: {page}: no catalogue")
+                    found.append(
+                        Problem(
+                            language,
+                            page,
+                            "no catalogue",
+                            f"{language}: {page}: no catalogue",
+                        )
+                    )
     return found
+
+
+#: The command that brings every catalogue up to date with the English source.
+UPDATE_COMMAND = "make translations"
+
+
+def advice(root: Path, found: list[Problem]) -> list[str]:
+    """What ``check`` prints after the problems: per page, how many of each
+    kind, and what to do about them, the one command first."""
+    if not found:
+        return []
+    by_page: dict[tuple[str, str], Counter] = {}
+    for problem in found:
+        by_page.setdefault((problem.language, problem.page), Counter())[
+            problem.kind
+        ] += 1
+    lines = [f"translations: {len(found)} problem(s) in {len(by_page)} catalogue(s):"]
+    to_translate, to_fix, config = [], [], False
+    measured = [
+        po_path(Path("."), language, page).as_posix()
+        for language, page in by_page
+        if page
+        and all(p.glued for p in found if (p.language, p.page) == (language, page))
+    ]
+    for (language, page), kinds in by_page.items():
+        if not page:
+            config = True
+            continue
+        where = po_path(Path("."), language, page).as_posix()
+        counts = ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items()))
+        lines.append(f"  {where}: {counts}")
+        if kinds.keys() & {"untranslated", "fuzzy", "no catalogue"}:
+            to_translate.append(where)
+        if "markup" in kinds:
+            to_fix.append(where)
+    if to_translate:
+        lines.append(
+            f"To fix: run `{UPDATE_COMMAND}`, then translate the messages marked "
+            "fuzzy or left empty in " + ", ".join(to_translate) + " (write the "
+            "msgstr, delete the `#, fuzzy` line; keep roles, math, glued values "
+            "and inline code as they are)."
+        )
+    if to_fix:
+        lines.append(
+            "Fix the translations listed above in " + ", ".join(to_fix) + ": each "
+            "must keep the roles, math, glued values, code, links and numbers of "
+            "its English source."
+        )
+    if measured:
+        lines.append(
+            "In " + ", ".join(measured) + " only phrases glued by the code are "
+            "left: a measurement of this machine may have chosen another phrase "
+            "than the catalogue's. If you did not edit that page, restore its "
+            "catalogue (`git checkout -- " + " ".join(measured) + "`): the "
+            "check then only notes the phrase."
+        )
+    if config:
+        lines.append(
+            "Remove the pages that are not pages from `book_translated` in _config.yml."
+        )
+    lines.append(
+        "Then run the check again: `.venv/bin/python -m bookbuild.i18n.translations "
+        'check`. How: CONTRIBUTING.md, "Editing the book".'
+    )
+    return lines
 
 
 def check(root: Path, extract_first: bool = True) -> int:
@@ -508,12 +745,15 @@ def check(root: Path, extract_first: bool = True) -> int:
         if code:
             return code
     notices: list[str] = []
-    found = problems(root, notices)
+    found = find_problems(root, notices)
     for notice in notices:
         print(f"note: {notice}")
     for problem in found:
         print(problem)
-    print(f"translations: {len(found)} problem(s)")
+    if found:
+        print("\n".join(advice(root, found)))
+    else:
+        print("translations: 0 problem(s)")
     return 1 if found else 0
 
 
@@ -524,6 +764,9 @@ def main(argv: list[str]) -> int:
     building.add_argument("--path-output", type=Path, default=None)
     whole = commands.add_parser("site", help="root language and translations")
     whole.add_argument("--path-output", type=Path, default=None)
+    whole.add_argument(
+        "--log-dir", type=Path, default=None, help="logs in files, a summary printed"
+    )
     commands.add_parser("extract", help="the .pot files, in _build/gettext")
     commands.add_parser("update", help="extract, merge into the .po files, stats")
     commands.add_parser("stats", help="messages translated, fuzzy, missing")
@@ -533,6 +776,8 @@ def main(argv: list[str]) -> int:
     root = Path(".").resolve()
     if args.command == "build":
         return build(root, args.path_output)
+    if args.command == "site" and args.log_dir:
+        return site_logged(root, args.log_dir, args.path_output)
     if args.command == "site":
         return site(root, args.path_output)
     if args.command == "check":

@@ -5,15 +5,27 @@ it, with the current version, the chapter's number and a link that works; the ci
 page alone (one long page of BibTeX) makes them search.
 
 Answer: one function, :func:`chapter_entry`, writes a chapter's reference from
-``CITATION.cff`` (title, authors, version, year), the chapter's number as the
-table of contents gives it, its stable label and, when the book has a public
-address (``html.baseurl`` in ``_config.yml``, which the publishing workflow
-fills), its URL. This Sphinx extension uses it twice:
+``CITATION.cff`` (title, authors, version, year), the commit it was built from,
+the chapter's number as the table of contents gives it, its stable label and,
+when the book has a public address (``html.baseurl`` in ``_config.yml``, which
+the publishing workflow fills), its URL; in a translated build, the address of
+the page in that language, and a note and a ``language`` field that say which
+edition it is. This Sphinx extension uses it twice:
 
 * every lesson page ends with a folded "Cite this chapter" box: a one-line
   reference and the BibTeX entry (with the theme's copy button);
 * the directive ``{citations}`` on the cite page lists the book's entry, every
   chapter's entry and the stable labels of their figures, equations and exercises.
+
+Jupyter Book's one-page build (``jupyter-book build book/masking.md``) reads the
+page from its own folder, where there is no table of contents: the book's
+files are found in the nearest folder above that has one
+(:func:`bookbuild.toc.book_root`),
+and the page gets no box (it has no chapter number). The bibliography, logo and
+favicon that ``_config.yml`` names from the book's folder are found there too,
+and the page's references to the other pages (labels, glossary terms, the
+bibliography), which such a build cannot have, are not reported
+(:func:`_one_page_build`): the book's strict build checks them.
 """
 
 from __future__ import annotations
@@ -26,8 +38,11 @@ import yaml
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
-from bookbuild.i18n.messages import gettext
-from bookbuild.toc import lessons
+from bookbuild.i18n.messages import base_language, gettext
+from bookbuild.toc import book_root, is_one_page_build, lessons
+
+#: The ``language`` field of a translated edition's entries (babel's names).
+BIBTEX_LANGUAGES = {"en": "english", "fr": "french"}
 
 
 @dataclass
@@ -38,10 +53,14 @@ class Book:
     authors: list[str]
     version: str
     year: str
-    url: str  # the site's address, "" when the book has none
+    url: str  # the site's address (of this language's edition), "" when none
+    commit: str = ""  # the commit built, "" outside a git checkout
+    language: str = ""  # "fr" in a translated edition, "" in the root language
 
     @classmethod
-    def read(cls, root: Path, url: str = "") -> Book:
+    def read(
+        cls, root: Path, url: str = "", commit: str = "", language: str = ""
+    ) -> Book:
         citation = yaml.safe_load((Path(root) / "CITATION.cff").read_text("utf-8"))
         return cls(
             title=citation["title"],
@@ -49,6 +68,8 @@ class Book:
             version=str(citation["version"]),
             year=str(citation["date-released"])[:4],
             url=url.rstrip("/"),
+            commit="" if commit == "unknown" else commit,
+            language=language,
         )
 
     @property
@@ -58,6 +79,23 @@ class Book:
 
 def _person(author: dict) -> str:
     return f"{author.get('given-names', '')} {author.get('family-names', '')}".strip()
+
+
+def _notes(book: Book, *first: str) -> list[str]:
+    """The fields that say which edition, version and commit an entry cites."""
+    _ = gettext(book.language or "en")
+    notes = [_("This language's edition")] if book.language else []
+    notes += list(first)
+    provenance = _("Version {version}").format(version=book.version)
+    if book.commit:
+        provenance = _("Version {version}, commit {commit}").format(
+            version=book.version, commit=book.commit
+        )
+    fields = [f"  note = {{{'. '.join([*notes, provenance])}}},"]
+    if book.language:
+        language = BIBTEX_LANGUAGES.get(book.language, book.language)
+        fields.append(f"  language = {{{language}}},")
+    return fields
 
 
 def title_of(root: Path, page: str) -> str:
@@ -73,6 +111,7 @@ def book_entry(book: Book) -> str:
         f"  author = {{{book.bibtex_authors}}},",
         f"  year = {{{book.year}}},",
         f"  edition = {{{book.version}}},",
+        *_notes(book),
     ]
     if book.url:
         fields.append(f"  url = {{{book.url}/}},")
@@ -82,17 +121,18 @@ def book_entry(book: Book) -> str:
 def chapter_entry(
     book: Book, page: str, number: str, title: str, language: str = "en"
 ) -> str:
-    """The BibTeX entry of one chapter (``page`` such as ``book/masking``)."""
+    """The BibTeX entry of one chapter (``page`` such as ``book/masking``);
+    no ``chapter`` field without a number (a one-page build)."""
     _ = gettext(language)
     label = Path(page).name
     fields = [
         f"  title = {{{title}}},",
         f"  booktitle = {{{book.title}}},",
         f"  author = {{{book.bibtex_authors}}},",
-        f"  chapter = {{{number}}},",
+        *([f"  chapter = {{{number}}},"] if number else []),
         f"  year = {{{book.year}}},",
         f"  edition = {{{book.version}}},",
-        f"  note = {{{_('Chapter label: {label}').format(label=label)}}},",
+        *_notes(book, _("Chapter label: {label}").format(label=label)),
     ]
     if book.url:
         fields.append(f"  url = {{{book.url}/{page}.html}},")
@@ -141,11 +181,22 @@ def _title(app, page: str) -> str:
 
     if "book_languages" in app.config and is_translation(app.config):
         return app.env.titles[page].astext()
-    return title_of(Path(app.srcdir), page)
+    return title_of(book_root(app.srcdir), page)
 
 
 def _book(app) -> Book:
-    return Book.read(Path(app.srcdir), app.config.html_baseurl or "")
+    from bookbuild.i18n.languages import is_translation
+    from bookbuild.site.build_info import commit
+
+    root = book_root(app.srcdir)
+    translated = "book_languages" in app.config and is_translation(app.config)
+    return Book.read(
+        root,
+        app.config.html_baseurl or "",
+        # As the footer gives it: the same on every page of one commit.
+        commit(root, mark_changes=False),
+        base_language(app.config.language) if translated else "",
+    )
 
 
 def _bibtex_block(text: str) -> nodes.literal_block:
@@ -155,8 +206,11 @@ def _bibtex_block(text: str) -> nodes.literal_block:
 
 
 def _cite_box(app, doctree: nodes.document, docname: str) -> None:
-    """Append the folded "Cite this chapter" box to a lesson page (HTML only)."""
-    if app.builder.format != "html" or docname not in lessons(Path(app.srcdir)):
+    """Append the folded "Cite this chapter" box to a lesson page (HTML only;
+    not in a one-page build, which has no table of contents)."""
+    if app.builder.format != "html" or is_one_page_build(app.srcdir):
+        return
+    if docname not in lessons(Path(app.srcdir)):
         return
     book = _book(app)
     language = app.config.language or "en"
@@ -199,7 +253,7 @@ class Citations(SphinxDirective):
     """``{citations}``: the book's entry, each chapter's, and the stable labels."""
 
     def run(self) -> list[nodes.Node]:
-        root = Path(self.env.srcdir)
+        root = book_root(self.env.srcdir)
         self.env.note_dependency(str(root / "CITATION.cff"))
         self.env.note_dependency(str(root / "_toc.yml"))
         return [citations_node()]
@@ -207,7 +261,7 @@ class Citations(SphinxDirective):
 
 def _fill_citations(app, doctree: nodes.document, docname: str) -> None:
     for placeholder in list(doctree.findall(citations_node)):
-        root = Path(app.srcdir)
+        root = book_root(app.srcdir)
         book = _book(app)
         language = app.config.language or "en"
         _ = gettext(language)
@@ -259,8 +313,41 @@ def _row(cells: list[str | list[str]], literal: bool = True) -> nodes.row:
     return row
 
 
+#: What a one-page build does not report: references to the other pages (their
+#: labels, glossary terms, and the bibliography, which is a page of its own).
+ONE_PAGE_SUPPRESSED = [
+    *("ref.ref", "ref.term", "ref.numref", "ref.doc", "ref.eq"),
+    "bibtex.key_not_found",
+]
+
+
+def _one_page_build(app, config) -> None:
+    """``jupyter-book build book/<page>.md``: the book's files (named relative
+    to the book's folder) found from the page's folder; no warning for a
+    reference to another page."""
+    import os
+
+    srcdir = Path(app.srcdir)
+    if not is_one_page_build(srcdir):
+        return
+    root = book_root(srcdir)
+
+    def from_page(name: str) -> str:
+        if not name or "://" in name or not (root / name).is_file():
+            return name
+        return os.path.relpath(root / name, srcdir)
+
+    for setting in ("html_logo", "html_favicon"):
+        if getattr(config, setting, None):
+            setattr(config, setting, from_page(getattr(config, setting)))
+    if getattr(config, "bibtex_bibfiles", None):
+        config.bibtex_bibfiles = [from_page(name) for name in config.bibtex_bibfiles]
+    config.suppress_warnings = [*config.suppress_warnings, *ONE_PAGE_SUPPRESSED]
+
+
 def setup(app) -> dict:
     app.setup_extension("bookbuild.site.style")  # the box's style
+    app.connect("config-inited", _one_page_build)
     app.add_node(citations_node)
     app.add_directive("citations", Citations)
     app.connect("doctree-resolved", _cite_box)

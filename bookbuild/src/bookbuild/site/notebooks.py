@@ -41,7 +41,7 @@ from bookbuild.i18n.numbers import has_own_numbers, localise_number
 from bookbuild.i18n.translations import translate_markdown, translated_languages
 from bookbuild.site.edition import edition
 from bookbuild.site.urls import launch_links, repository_url
-from bookbuild.toc import lessons
+from bookbuild.toc import is_one_page_build, lessons
 
 FOLDER = "_notebooks"
 ROLE = re.compile(r"\{([\w:-]+)\}`([^`]*)`")
@@ -424,6 +424,8 @@ def build_notebook(app: Sphinx, page: str, executed) -> nbformat.NotebookNode:
 def _write_notebooks(app: Sphinx, exception: Exception | None) -> None:
     if exception is not None or app.builder.format != "html":
         return
+    if is_one_page_build(app.srcdir):
+        return  # jupyter-book build book/<page>.md: no table of contents
     from jupyter_cache import get_cache
 
     cache = get_cache(app.env.mystnb_config.execution_cache_path)
@@ -470,7 +472,7 @@ def _translations_folder(app: Sphinx) -> str:
 
 
 def _link(app: Sphinx, pagename: str, templatename, context, doctree) -> None:
-    if pagename not in lessons(Path(app.srcdir)):
+    if is_one_page_build(app.srcdir) or pagename not in lessons(Path(app.srcdir)):
         return
     name = f"{Path(pagename).name}.ipynb"
     href = "../" * pagename.count("/") + f"{FOLDER}/{name}"

@@ -13,7 +13,10 @@ publishing workflow fills them from the GitHub repository it runs in, with
 * every BibTeX entry gets the chapter's address (:mod:`bookbuild.site.citation`);
 * every notebook's first cell installs the book's package from the repository;
 * ``pyproject.toml`` gets the package's ``[project.urls]`` (:func:`set_project_urls`),
-  so that the package built from the published sources names its home.
+  so that the package built from the published sources names its home;
+* ``CITATION.cff`` gets the site (``url``), the repository (``repository-code``)
+  and the commit published (``commit``) (:func:`set_citation`), which GitHub's
+  "Cite this repository" and Zenodo read.
 """
 
 from __future__ import annotations
@@ -94,12 +97,58 @@ def set_project_urls(pyproject_text: str, repository: str, site: str) -> str:
     return "\n".join(lines[:at] + filled + lines[at:])
 
 
+def set_citation(citation_text: str, repository: str, site: str, commit: str) -> str:
+    """``CITATION.cff``'s text with its top-level ``url``, ``repository-code``
+    and ``commit`` set (replaced when present, else added after ``version``);
+    comments and the rest kept. An empty value is left out."""
+    lines = citation_text.split("\n")
+    at = next(
+        (n + 1 for n, line in enumerate(lines) if line.startswith("version:")), None
+    )
+    if at is None:
+        raise ValueError("CITATION.cff has no top-level `version:` line")
+    for key, value in (
+        ("url", site),
+        ("repository-code", repository),
+        ("commit", commit),
+    ):
+        if not value:
+            continue
+        line = f'{key}: "{value}"'
+        present = [n for n, old in enumerate(lines) if old.startswith(f"{key}:")]
+        if present:
+            lines[present[0]] = line
+        else:
+            lines.insert(at, line)
+            at += 1
+    return "\n".join(lines)
+
+
+def head_commit(root: Path) -> str:
+    """The full commit of ``root``'s checkout, "" outside git."""
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return done.stdout.strip()
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repository", required=True, help="https://github.com/o/n")
     parser.add_argument("--site", required=True, help="the published site's address")
     parser.add_argument("--config", default="_config.yml", type=Path)
     parser.add_argument("--pyproject", default="pyproject.toml", type=Path)
+    parser.add_argument("--citation", default="CITATION.cff", type=Path)
     args = parser.parse_args(argv)
     text = args.config.read_text(encoding="utf-8")
     args.config.write_text(set_addresses(text, args.repository, args.site), "utf-8")
@@ -108,6 +157,11 @@ def main(argv: list[str]) -> int:
     text = set_project_urls(text, args.repository, args.site)
     args.pyproject.write_text(text, encoding="utf-8")
     print(f"{args.pyproject}: [project.urls] filled")
+    commit = head_commit(args.citation.resolve().parent)
+    text = args.citation.read_text(encoding="utf-8")
+    text = set_citation(text, args.repository, args.site, commit)
+    args.citation.write_text(text, encoding="utf-8")
+    print(f"{args.citation}: url, repository-code and commit {commit or '(none)'}")
     return 0
 
 
