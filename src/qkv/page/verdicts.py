@@ -92,7 +92,7 @@ SCALING = (
     # the naive slope steeper, its time per score rising; the size of the cache known
     "The naive version's slope is the steeper, and the lower panel shows why: its "
     "time *per score* rises from {0} ns at {1} tokens to {2} ns at {3}, while the "
-    "fused kernel's is {4} ns and {5} ns. The naive version writes whole *n* × *n* "
+    "fused kernel's is {4} ns and {5} ns. The naive version writes whole *T* × *T* "
     "matrices to memory (the table below measures them). Once they outgrow the "
     "processor's caches (one core's level-{6} cache holds {7} MiB; one matrix of "
     "{8} tokens takes {9} MiB), every score makes a trip to slower memory and "
@@ -101,7 +101,7 @@ SCALING = (
     # the same, the size of the cache unknown
     "The naive version's slope is the steeper, and the lower panel shows why: its "
     "time *per score* rises from {0} ns at {1} tokens to {2} ns at {3}, while the "
-    "fused kernel's is {4} ns and {5} ns. The naive version writes whole *n* × *n* "
+    "fused kernel's is {4} ns and {5} ns. The naive version writes whole *T* × *T* "
     "matrices to memory (the table below measures them). Once they outgrow the "
     "processor's caches, every score makes a trip to slower memory and back. The "
     "fused kernel never holds a whole matrix (the table below measures that too).",
