@@ -53,6 +53,8 @@ NOT_READY = """() => ({
     brokenImages: [...document.images].filter(
         (img) => !img.complete || img.naturalWidth === 0).length,
 })"""
+#: The page at 90 %: the screen's 16 px text prints at 10.8 pt, a handout's size.
+SCALE = 0.9
 MARGINS = {"top": "15mm", "bottom": "18mm", "left": "12mm", "right": "12mm"}
 
 #: The print style of a handout, added to the page before printing (the site's
@@ -194,6 +196,7 @@ def _print(pages: list[str], base: str, out: Path) -> list[tuple[str, Path]]:
                 display_header_footer=True,
                 header_template=HEADER,
                 footer_template=FOOTER,
+                scale=SCALE,
             )
             written.append((name, target))
             print(f"pdf: {target}")
@@ -217,24 +220,26 @@ def link_handouts(
     book: Path | None,
     chapters: list[str],
     language: str = "",
+    pages: list[str] | None = None,
 ) -> list[str]:
     """Copy the handouts (page -> PDF) into the site ``html`` and link them: each
     page of ``chapters`` that has a handout gets a link to it beside its notebook
-    link, and the introduction's ``qkv-book-pdf`` words link ``book`` (if given).
-    Only files that exist are linked. Returns the pages changed."""
+    link, and the ``qkv-book-pdf`` words of ``pages`` (default: those printed)
+    link ``book`` (if given). Only files that exist are linked; a translation's
+    pages, in a folder of ``html``, are left to its own call. Returns the pages
+    changed."""
     from bookbuild.i18n.messages import gettext
 
     _ = gettext(language)
     label = html_escape.escape(_("Download this chapter as a PDF"))
-    (html / SITE_FOLDER).mkdir(exist_ok=True)
     changed = []
     for page in chapters:
         handout = handouts.get(page)
         target = html / f"{page}.html"
         if handout is None or not handout.exists() or not target.exists():
             continue
-        copy = html / SITE_FOLDER / handout.name
-        shutil.copy2(handout, copy)
+        (html / SITE_FOLDER).mkdir(exist_ok=True)
+        shutil.copy2(handout, html / SITE_FOLDER / handout.name)
         href = "../" * page.count("/") + f"{SITE_FOLDER}/{handout.name}"
         link = f' · <a class="qkv-handout-link" href="{href}">{label}</a>'
         text = OLD_LINK.sub("", target.read_text(encoding="utf-8"))
@@ -246,19 +251,20 @@ def link_handouts(
             changed.append(page)
     if book is not None and book.exists():
         shutil.copy2(book, html / "book.pdf")
-        for target in html.rglob("*.html"):
-            text = target.read_text(encoding="utf-8")
-            if 'class="qkv-book-pdf"' not in text:
+        for page in pages if pages is not None else list(handouts):
+            target = html / f"{page}.html"
+            if not target.exists():
                 continue
-            href = "../" * len(target.relative_to(html).parent.parts) + "book.pdf"
-            text = BOOK_WORDS.sub(
+            href = "../" * page.count("/") + "book.pdf"
+            text, found = BOOK_WORDS.subn(
                 lambda match, href=href: (
                     f'<a class="qkv-book-pdf" href="{href}">{match[1]}</a>'
                 ),
-                text,
+                target.read_text(encoding="utf-8"),
             )
-            target.write_text(text, encoding="utf-8")
-            changed.append(target.relative_to(html).with_suffix("").as_posix())
+            if found:
+                target.write_text(text, encoding="utf-8")
+                changed.append(page)
     return changed
 
 
@@ -321,8 +327,9 @@ def main(argv: list[str], root: Path = Path(".")) -> None:
             )
             print(f"pdf: {book} ({len(PdfReader(book).pages)} pages)")
         html = site(root, language, edition)
+        printed = dict(zip(chosen, handouts, strict=True))
         linked = link_handouts(
-            html, dict(zip(chosen, handouts, strict=True)), book, chapters, language
+            html, printed, book, chapters, language, pages=pages(root)
         )
         print(f"pdf: linked from {len(linked)} page(s) of {html}")
 
