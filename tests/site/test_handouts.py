@@ -123,6 +123,8 @@ def test_every_printed_page_has_its_number(pdfs):
 
 
 def test_the_first_page_names_the_book_its_version_and_commit(pdfs):
+    """Under the chapter's title (with its number), the footer line of the site:
+    the book, its version, the commit, the build date."""
     from importlib.metadata import version
 
     from bookbuild.site.build_info import commit
@@ -132,6 +134,8 @@ def test_the_first_page_names_the_book_its_version_and_commit(pdfs):
     for name, path in pdfs.items():
         first = " ".join(PdfReader(path).pages[0].extract_text().split())
         assert provenance in first and sha in first, (name, first[:300])
+    masking = PdfReader(pdfs["masking"]).pages[0].extract_text()
+    assert re.match(r"\d+\. Masking\n", masking), masking[:100]  # its number too
 
 
 def test_folded_boxes_are_printed_open_or_left_out(pdfs):

@@ -97,7 +97,14 @@ PREPARE = """() => {
     document.querySelectorAll('.toggle-hidden').forEach(
         (box) => box.classList.remove('toggle-hidden'));
     const footer = document.querySelector('.qkv-provenance');
-    const title = document.querySelector('article h1, main h1');
+    // The theme prints its own title (the article's is hidden in print):
+    // with the chapter's number, as the figures and equations refer to it.
+    const title = document.querySelector('#jb-print-docs-body h1')
+        || document.querySelector('article h1');
+    const number = document.querySelector('article h1 .section-number');
+    if (title && number && !title.querySelector('.section-number')) {
+        title.prepend(number.cloneNode(true));
+    }
     if (footer && title && !document.querySelector('.qkv-handout-provenance')) {
         const line = document.createElement('p');
         line.className = 'qkv-handout-provenance';
