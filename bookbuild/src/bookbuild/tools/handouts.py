@@ -58,7 +58,7 @@ SCALE = 0.9
 MARGINS = {"top": "15mm", "bottom": "18mm", "left": "12mm", "right": "12mm"}
 
 #: The print style of a handout, added to the page before printing (the site's
-#: own style sheets are for the screen, and another pair of hands').
+#: own style sheets stay as they are).
 PRINT_CSS = """
 pre, .highlight pre, div.highlight, .cell_output pre {
     white-space: pre-wrap !important;
@@ -70,7 +70,7 @@ figure, .figure, img, svg, table, .sd-card, .admonition-title,
 mjx-container[display="true"], .cell_output .output.text_html {
     break-inside: avoid;
 }
-h1, h2, h3, h4, .admonition-title, figcaption + * { break-after: avoid; }
+h1, h2, h3, h4, .admonition-title { break-after: avoid; }
 summary { list-style: none; }
 summary::-webkit-details-marker { display: none; }
 .qkv-notebook-link, .toggle-button, .tb-icon, button.copybtn,
