@@ -146,9 +146,12 @@ serve: book
 	@echo "Serving _build/html on http://127.0.0.1:$(PORT) (Ctrl-C to stop)"
 	$(BIN)/python -m http.server $(PORT) --bind 127.0.0.1 --directory _build/html
 
-# One PDF handout per chapter in _build/pdf, printed by headless Chromium.
+# One PDF handout per chapter and the whole book in _build/pdf (French in
+# _build/pdf/fr), printed by headless Chromium, then linked from the site's pages
+# (`make book` alone links none). EDITION=student: from the student edition, into
+# _build/pdf/student.
 pdf: book
-	$(BIN)/python -m bookbuild.tools.handouts
+	$(BIN)/python -m bookbuild.tools.handouts $(if $(filter student,$(EDITION)),--edition student)
 
 # Build speed: cold, nothing changed, prose edited, src/qkv edited (minutes).
 bench: $(INSTALLED)

@@ -1,9 +1,15 @@
 """`make pdf`: one PDF per chapter, math typeset, figures present, head views
-replaced by their static figure. Needs Chromium (skips without it, fails under CI)."""
+replaced by their static figure; page numbers, the version and commit on the first
+page, code wrapped, folded boxes printed open or left out; the site links a PDF only
+once it exists. Needs Chromium (skips without it, fails under CI)."""
 
 from __future__ import annotations
 
+import html as html_text
 import re
+import shutil
+import unicodedata
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -83,7 +89,164 @@ def test_french_handouts_are_printed_from_the_french_pages(built_book, tmp_path)
     text = " ".join(page.extract_text() for page in PdfReader(printed[1]).pages)
     text = " ".join(text.split())
     assert "auto-attention comme couche" in text and "Exercice 5.1" in text
+    first = " ".join(PdfReader(printed[1]).pages[0].extract_text().split())
+    assert "· construit le " in first  # the French footer of the site, on top
     book = handouts.whole_book(
         printed, ["Introduction", "Auto"], tmp_path / "b.pdf", "L’attention, calculée"
     )
     assert PdfReader(book).metadata.title == "L’attention, calculée"
+
+
+@cache
+def page_texts(path: Path) -> tuple[str, ...]:
+    """The text of each page of a PDF (pypdf reads about 5 pages a second: the
+    tests below read a few handouts, not all)."""
+    return tuple(page.extract_text() for page in PdfReader(path).pages)
+
+
+def squeezed(text: str) -> str:
+    """``text`` without any white space (a wrapped line reads as one) nor
+    ligatures (the PDF's "ﬁ" is "fi")."""
+    return "".join(unicodedata.normalize("NFKC", text).split())
+
+
+#: Handouts read whole: short ones, and a chapter with solutions and hidden cells.
+READ_WHOLE = ["intro", "faq", "references", "masking", "motivation"]
+
+
+def test_every_printed_page_has_its_number(pdfs):
+    """Chromium's footer: "page / pages" of the handout on each page."""
+    for name in READ_WHOLE:
+        texts = page_texts(pdfs[name])
+        for number, text in enumerate(texts, start=1):
+            assert f"{number} / {len(texts)}" in text, (name, number)
+
+
+def test_the_first_page_names_the_book_its_version_and_commit(pdfs):
+    """Under the chapter's title (with its number), the footer line of the site:
+    the book, its version, the commit, the build date."""
+    from importlib.metadata import version
+
+    from bookbuild.site.build_info import commit
+
+    provenance = f"Attention, Computed {version('qkv')} · commit"
+    sha = commit(ROOT, mark_changes=False)
+    for name, path in pdfs.items():
+        first = " ".join(PdfReader(path).pages[0].extract_text().split())
+        assert provenance in first and sha in first, (name, first[:300])
+    masking = PdfReader(pdfs["masking"]).pages[0].extract_text()
+    assert re.match(r"\d+\. Masking\n", masking), masking[:100]  # its number too
+
+
+def test_folded_boxes_are_printed_open_or_left_out(pdfs):
+    """No "Show code cell source" (a hidden cell's source is left out, its output
+    stays); each chapter's "Cite this chapter" box is printed with its BibTeX; a
+    solution of the full edition is printed, not only its title."""
+    for name in READ_WHOLE:
+        text = "".join(page_texts(pdfs[name]))
+        assert "Show code cell" not in text and "Hide code cell" not in text, name
+        if "Cite this chapter" in text:
+            after = text.split("Cite this chapter", 1)[1]
+            assert "@incollection{" in after, name
+    page = (HTML / "book" / "masking.html").read_text(encoding="utf-8")
+    assert page.count('<details class="admonition hide above-input"') >= 2
+    solution = re.search(
+        r'<div class="solution dropdown admonition"[^>]*>.*?</p>\s*<section[^>]*>'
+        r"\s*<p>(.*?)</p>",
+        page,
+        re.S,
+    )
+    assert solution, "masking has a solution with a paragraph"
+    words = html_text.unescape(re.sub(r"<[^>]+>", "", solution[1]))
+    assert squeezed(words[:60]) in squeezed("".join(page_texts(pdfs["masking"])))
+
+
+def code_lines(page: str) -> list[str]:
+    """Every line of code or text output a printed page shows (the source of a
+    hidden cell is left out of the handout)."""
+    page = re.sub(
+        r'<details class="admonition hide above-input">.*?</details>',
+        "",
+        page,
+        flags=re.S,
+    )
+    blocks = re.findall(r"<pre[^>]*>(.*?)</pre>", page, re.S)
+    return [
+        line
+        for block in blocks
+        for line in html_text.unescape(re.sub(r"<[^>]+>", "", block)).splitlines()
+    ]
+
+
+def test_no_line_of_code_is_clipped_at_the_margin(pdfs):
+    """The three longest lines of code or output of the page with the longest
+    one (cross-attention: an error message of 400 characters) and of masking
+    are printed whole: code wraps at the margin instead of running off
+    the paper (printed without the handout's style, none of them is)."""
+    lines = {
+        page: sorted(
+            code_lines((HTML / f"{page}.html").read_text(encoding="utf-8")), key=len
+        )[-3:]
+        for page in pages(ROOT)
+    }
+    widest = sorted(lines, key=lambda page: len(lines[page][-1]) if lines[page] else 0)
+    chosen = {widest[-1], "book/masking"}
+    assert len(lines[widest[-1]][-1]) > 200  # far wider than A4 holds
+    for page in chosen:
+        printed = squeezed("".join(page_texts(pdfs[page.split("/")[-1]])))
+        for line in lines[page]:
+            assert squeezed(line) in printed, (page, line)
+
+
+def built_links(site: Path) -> list[tuple[Path, str]]:
+    """Every (page, href) of a ``.pdf`` file in the pages of ``site``."""
+    return [
+        (path, href)
+        for path in site.rglob("*.html")
+        for href in re.findall(
+            r'(?:href|src)="([^"#?]+\.pdf)"', path.read_text(encoding="utf-8")
+        )
+    ]
+
+
+def test_the_site_links_no_missing_pdf(built_book):
+    """After ``make book`` (and after ``make pdf`` too): every PDF a page links is
+    a file of the site. ``make book`` writes no link to a PDF: the introduction's
+    words wait for ``make pdf`` to become a link."""
+    assert built_book.returncode == 0, built_book.output[-3000:]
+    for path, href in built_links(HTML):
+        assert (path.parent / href).resolve().is_file(), (path, href)
+    for language in ["", "fr"]:
+        intro = (HTML / language / "book" / "intro.html").read_text(encoding="utf-8")
+        assert 'class="qkv-book-pdf"' in intro, language
+
+
+def test_make_pdf_links_each_chapter_to_its_handout(pdfs, tmp_path):
+    """On a copy of two built pages (English and French): the chapter gets a link
+    to its PDF beside its notebook link, the introduction's words link the whole
+    book, only to files copied into the site; a second run adds no second link,
+    and without a PDF nothing is linked."""
+    for language in ["", "fr"]:
+        site = tmp_path / (language or "en")
+        (site / "book").mkdir(parents=True)
+        for page in ["intro", "masking"]:
+            shutil.copy(HTML / language / "book" / f"{page}.html", site / "book")
+        chapters = ["book/masking"]
+        changed = handouts.link_handouts(site, {}, None, chapters, language)
+        assert changed == [] and built_links(site) == []
+        printed = {"book/masking": pdfs["masking"], "book/intro": pdfs["intro"]}
+        for _ in range(2):
+            handouts.link_handouts(site, printed, pdfs["intro"], chapters, language)
+        links = built_links(site)
+        assert sorted(href for _, href in links) == [
+            "../_pdf/masking.pdf",
+            "../book.pdf",
+        ], links
+        for path, href in links:
+            assert (path.parent / href).resolve().is_file(), (path, href)
+        masking = (site / "book" / "masking.html").read_text(encoding="utf-8")
+        label = {
+            "": "Download this chapter as a PDF",
+            "fr": "Télécharger ce chapitre en PDF",
+        }
+        assert f'href="../_pdf/masking.pdf">{label[language]}</a>' in masking

@@ -50,6 +50,8 @@ FRENCH: dict[str, str] = {
         "# paquet du livre et ce qu'utilisent ses chapitres, puis redémarrez le"
         f" noyau{NNBSP}:\n"
     ),
+    # bookbuild.tools.handouts: the link to a chapter's PDF, once printed
+    "Download this chapter as a PDF": "Télécharger ce chapitre en PDF",
     "(in a copy of the book's repository)": "(dans une copie du dépôt du livre)",
     "Exercise": "Exercice",
     "Solution": "Solution",

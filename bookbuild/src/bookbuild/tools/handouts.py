@@ -4,25 +4,42 @@ Uses the same local server and headless Chromium as the browser tests
 (:mod:`bookbuild.tools.browser`). Each page is served from 127.0.0.1, its math is
 typeset by the site's own MathJax, and it is printed with the print style sheet:
 the navigation disappears and every interactive head view is replaced by its
-static figure.
+static figure. What a screen needs and paper does not is settled here, at print
+time, not in the site's CSS: code wraps at the margin instead of being clipped,
+figures and equations are not split across pages, the source of a hidden code
+cell is left out (its output stays), every folded box (a solution, "Cite this
+chapter", a dropdown) is printed open, the first page names the book, its version
+and its commit (the footer of the site, :mod:`bookbuild.site.build_info`), and
+every page has its number out of the handout's pages in its footer, beside the
+page's title.
 
 The whole book is then one PDF too, ``book.pdf``: every page in the order of the
-table of contents, one bookmark per page (its title), written to ``_build/pdf``
-and into the site itself, where the introduction links it.
+table of contents, one bookmark per page (its title); each page keeps its
+chapter's footer (chapter, page of the chapter).
 
-Usage, from the book's folder: ``python -m bookbuild.tools.handouts [PAGE ...]``
-(default: every page of ``_toc.yml``, and the whole book). Writes
-``_build/pdf/<label>.pdf`` and ``_build/pdf/book.pdf``; and, for each translation
-of the book (``_build/html/<code>``), the same from its pages in
-``_build/pdf/<code>/``, its whole book also in ``_build/html/<code>/book.pdf``.
+The site links a PDF only once it exists: ``make book`` writes no link to one.
+After printing, :func:`link_handouts` copies the PDFs into the site
+(``_pdf/<label>.pdf`` and ``book.pdf`` beside ``index.html``), adds a link to its
+handout beside each chapter's notebook link, and turns the introduction's words
+"the whole book as one PDF" (``<span class="qkv-book-pdf">``) into a link.
+
+Usage, from the book's folder: ``python -m bookbuild.tools.handouts [--edition
+student] [PAGE ...]`` (default: every page of ``_toc.yml``, and the whole book).
+Writes ``_build/pdf/<label>.pdf`` and ``_build/pdf/book.pdf``; and, for each
+translation of the book (``_build/html/<code>``), the same from its pages in
+``_build/pdf/<code>/``. The student edition (``make pdf EDITION=student``) is
+printed from ``_build/student/_build/html`` into ``_build/pdf/student``.
 """
 
 from __future__ import annotations
 
+import html as html_escape
+import re
+import shutil
 import sys
 from pathlib import Path
 
-from bookbuild.toc import pages
+from bookbuild.toc import lessons, pages
 from bookbuild.tools.browser import launch, serve, wait_for_math
 
 #: How many pages are printed at once (one Chromium each: the cores work in parallel).
@@ -36,19 +53,116 @@ NOT_READY = """() => ({
     brokenImages: [...document.images].filter(
         (img) => !img.complete || img.naturalWidth === 0).length,
 })"""
-MARGINS = {"top": "15mm", "bottom": "15mm", "left": "12mm", "right": "12mm"}
+#: The page at 90 %: the screen's 16 px text prints at 10.8 pt, a handout's size.
+SCALE = 0.9
+MARGINS = {"top": "15mm", "bottom": "18mm", "left": "12mm", "right": "12mm"}
+
+#: The print style of a handout, added to the page before printing (the site's
+#: own style sheets stay as they are).
+PRINT_CSS = """
+pre, .highlight pre, div.highlight, .cell_output pre {
+    white-space: pre-wrap !important;
+    overflow-wrap: anywhere !important;
+    overflow: visible !important;
+    max-height: none !important;
+}
+figure, .figure, img, svg, table, .sd-card, .admonition-title,
+mjx-container[display="true"], .cell_output .output.text_html {
+    break-inside: avoid;
+}
+h1, h2, h3, h4, .admonition-title { break-after: avoid; }
+summary { list-style: none; }
+summary::-webkit-details-marker { display: none; }
+.qkv-notebook-link, .toggle-button, .tb-icon, button.copybtn,
+.headerlink { display: none !important; }
+.qkv-handout-provenance {
+    font-size: 0.85em;
+    color: #444;
+    border-bottom: 1px solid #bbb;
+    padding-bottom: 0.4em;
+}
+"""
+
+#: Folded boxes opened or left out before printing, the provenance line put under
+#: the title; returns what would still spoil the page.
+PREPARE = """() => {
+    // A hidden code cell's source is left out: its output stays on the page.
+    document.querySelectorAll('details.hide.above-input').forEach(
+        (box) => box.remove());
+    // Every other folded box is printed open: "Cite this chapter", dropdowns,
+    // hidden outputs, and the solutions of sphinx-togglebutton.
+    document.querySelectorAll('details').forEach((box) => { box.open = true; });
+    document.querySelectorAll('details.hide.below-input > summary').forEach(
+        (summary) => summary.remove());
+    document.querySelectorAll('.toggle-hidden').forEach(
+        (box) => box.classList.remove('toggle-hidden'));
+    const footer = document.querySelector('.qkv-provenance');
+    // The theme prints its own title (the article's is hidden in print):
+    // with the chapter's number, as the figures and equations refer to it.
+    const title = document.querySelector('#jb-print-docs-body h1')
+        || document.querySelector('article h1');
+    const number = document.querySelector('article h1 .section-number');
+    if (title && number && !title.querySelector('.section-number')) {
+        title.prepend(number.cloneNode(true));
+    }
+    if (footer && title && !document.querySelector('.qkv-handout-provenance')) {
+        const line = document.createElement('p');
+        line.className = 'qkv-handout-provenance';
+        line.textContent = footer.textContent.trim();
+        title.after(line);
+    }
+    const shown = (element) => element.getClientRects().length > 0;
+    return {
+        noProvenance: !(footer && title),
+        folded: [...document.querySelectorAll('details:not([open])')].length
+            + [...document.querySelectorAll('.toggle-hidden')].length,
+        emptyHeaders: [...document.querySelectorAll('summary')].filter(
+            (summary) => shown(summary) && !summary.parentElement.textContent
+                .replace(summary.textContent, '').trim()).length,
+    };
+}"""
+
+#: The footer of every printed page: the page's title, then "page / pages".
+FOOTER = (
+    '<div style="font-size: 8px; width: 100%; margin: 0 12mm; color: #555;'
+    ' display: flex; justify-content: space-between;">'
+    '<span class="title"></span>'
+    '<span><span class="pageNumber"></span> / <span class="totalPages"></span>'
+    "</span></div>"
+)
+#: No header: Chromium's default one prints the date and the page's address.
+HEADER = "<span></span>"
+
+
+def site(root: Path = Path("."), language: str = "", edition: str = "full") -> Path:
+    """The built site of ``edition`` in ``language`` ("" for the root one)."""
+    if edition == "student":
+        return Path(root) / "_build" / "student" / "_build" / "html" / language
+    return Path(root) / "_build" / "html" / language
+
+
+def pdf_folder(
+    root: Path = Path("."), language: str = "", edition: str = "full"
+) -> Path:
+    """Where the handouts of ``edition`` in ``language`` are written."""
+    folder = Path(root) / "_build" / "pdf"
+    return (folder / "student" if edition == "student" else folder) / language
 
 
 def print_pages(
-    pages: list[str], root: Path = Path("."), language: str = ""
+    pages: list[str],
+    root: Path = Path("."),
+    language: str = "",
+    edition: str = "full",
 ) -> list[Path]:
     """Print each page (``book/masking``) of the site built in ``root`` (of its
-    translation into ``language``, if given), ``PAGES_AT_ONCE`` at a time; return
-    the PDFs in the order of ``pages``."""
+    translation into ``language``, if given; of the student edition if
+    ``edition`` is "student"), ``PAGES_AT_ONCE`` at a time; return the PDFs in
+    the order of ``pages``."""
     from concurrent.futures import ThreadPoolExecutor
 
-    html = Path(root) / "_build" / "html" / language
-    out = Path(root) / "_build" / "pdf" / language
+    html = site(root, language, edition)
+    out = pdf_folder(root, language, edition)
     if not (html / "index.html").exists():
         sys.exit(f"no built site in {html}: run `make book` first")
     out.mkdir(parents=True, exist_ok=True)
@@ -76,6 +190,8 @@ def _print(pages: list[str], base: str, out: Path) -> list[tuple[str, Path]]:
             page.goto(f"{base}/{name}.html", wait_until="load")
             wait_for_math(page)
             problems = page.evaluate(NOT_READY)
+            page.add_style_tag(content=PRINT_CSS)
+            problems.update(page.evaluate(PREPARE))
             if any(problems.values()):
                 raise RuntimeError(f"{name}: not ready to print: {problems}")
             target = out / f"{Path(name).name}.pdf"
@@ -84,11 +200,79 @@ def _print(pages: list[str], base: str, out: Path) -> list[tuple[str, Path]]:
                 format="A4",
                 print_background=True,
                 margin=MARGINS,
+                display_header_footer=True,
+                header_template=HEADER,
+                footer_template=FOOTER,
+                scale=SCALE,
             )
             written.append((name, target))
             print(f"pdf: {target}")
         browser.close()
     return written
+
+
+#: Where a chapter's handout is put in the site, beside ``index.html``.
+SITE_FOLDER = "_pdf"
+#: The introduction's words that become a link to the whole book, once it exists.
+BOOK_WORDS = re.compile(r'<span class="qkv-book-pdf">(.*?)</span>', re.S)
+#: The paragraph of a chapter's notebook links (bookbuild.site.notebooks).
+NOTEBOOK_LINKS = re.compile(r'(<p class="qkv-notebook-link">.*?)(</p>)', re.S)
+#: A link that an earlier run added (replaced, never doubled).
+OLD_LINK = re.compile(r' · <a class="qkv-handout-link"[^>]*>.*?</a>', re.S)
+
+
+def link_handouts(
+    html: Path,
+    handouts: dict[str, Path],
+    book: Path | None,
+    chapters: list[str],
+    language: str = "",
+    pages: list[str] | None = None,
+) -> list[str]:
+    """Copy the handouts (page -> PDF) into the site ``html`` and link them: each
+    page of ``chapters`` that has a handout gets a link to it beside its notebook
+    link, and the ``qkv-book-pdf`` words of ``pages`` (default: those printed)
+    link ``book`` (if given). Only files that exist are linked; a translation's
+    pages, in a folder of ``html``, are left to its own call. Returns the pages
+    changed."""
+    from bookbuild.i18n.messages import gettext
+
+    _ = gettext(language)
+    label = html_escape.escape(_("Download this chapter as a PDF"))
+    changed = []
+    for page in chapters:
+        handout = handouts.get(page)
+        target = html / f"{page}.html"
+        if handout is None or not handout.exists() or not target.exists():
+            continue
+        (html / SITE_FOLDER).mkdir(exist_ok=True)
+        shutil.copy2(handout, html / SITE_FOLDER / handout.name)
+        href = "../" * page.count("/") + f"{SITE_FOLDER}/{handout.name}"
+        link = f' · <a class="qkv-handout-link" href="{href}">{label}</a>'
+        text = OLD_LINK.sub("", target.read_text(encoding="utf-8"))
+        text, found = NOTEBOOK_LINKS.subn(
+            lambda match, link=link: match[1] + link + match[2], text, count=1
+        )
+        if found:
+            target.write_text(text, encoding="utf-8")
+            changed.append(page)
+    if book is not None and book.exists():
+        shutil.copy2(book, html / "book.pdf")
+        for page in pages if pages is not None else list(handouts):
+            target = html / f"{page}.html"
+            if not target.exists():
+                continue
+            href = "../" * page.count("/") + "book.pdf"
+            text, found = BOOK_WORDS.subn(
+                lambda match, href=href: (
+                    f'<a class="qkv-book-pdf" href="{href}">{match[1]}</a>'
+                ),
+                target.read_text(encoding="utf-8"),
+            )
+            if found:
+                target.write_text(text, encoding="utf-8")
+                changed.append(page)
+    return changed
 
 
 def whole_book(
@@ -113,7 +297,7 @@ def whole_book(
 
 
 def main(argv: list[str], root: Path = Path(".")) -> None:
-    import shutil
+    from pypdf import PdfReader
 
     from bookbuild.i18n.translations import (
         sphinx_config,
@@ -122,31 +306,39 @@ def main(argv: list[str], root: Path = Path(".")) -> None:
     )
     from bookbuild.site.citation import title_of
 
+    edition = "full"
+    if argv[:1] == ["--edition"]:
+        edition, argv = argv[1], argv[2:]
     chosen = argv or pages(root)
     built = [
         language
         for language in translated_languages(root)
-        if (root / "_build" / "html" / language / "index.html").exists()
+        if (site(root, language, edition) / "index.html").exists()
     ]
     overrides = sphinx_config(root).get("book_i18n_overrides") or {}
+    chapters = lessons(root)
     for language in ["", *built]:
-        handouts = print_pages(chosen, root, language)
-        if argv:
-            continue
-        titles = [
-            translate_message(root, language, page, title_of(root, page))
-            for page in chosen
-        ]
-        book_title = (overrides.get(language) or {}).get("html_title")
-        book = whole_book(
-            handouts,
-            titles,
-            root / "_build" / "pdf" / language / "book.pdf",
-            book_title or "Attention, Computed",
+        handouts = print_pages(chosen, root, language, edition)
+        book = None
+        if not argv:
+            titles = [
+                translate_message(root, language, page, title_of(root, page))
+                for page in chosen
+            ]
+            book_title = (overrides.get(language) or {}).get("html_title")
+            book = whole_book(
+                handouts,
+                titles,
+                pdf_folder(root, language, edition) / "book.pdf",
+                book_title or "Attention, Computed",
+            )
+            print(f"pdf: {book} ({len(PdfReader(book).pages)} pages)")
+        html = site(root, language, edition)
+        printed = dict(zip(chosen, handouts, strict=True))
+        linked = link_handouts(
+            html, printed, book, chapters, language, pages=pages(root)
         )
-        site = root / "_build" / "html" / language / "book.pdf"
-        shutil.copy2(book, site)
-        print(f"pdf: {book} (and in the site, {site})")
+        print(f"pdf: linked from {len(linked)} page(s) of {html}")
 
 
 if __name__ == "__main__":
