@@ -319,10 +319,6 @@ DOCUMENT_WIDTH = """() => {
 }"""
 
 
-def is_english_page(url: str, site: str) -> bool:
-    return not url.startswith(f"{site}/fr/")
-
-
 @dataclass
 class Visit:
     """What one visit of a page saw. ``requests`` cover the whole visit;
@@ -345,8 +341,8 @@ class Visit:
 @dataclass
 class Survey:
     """Every page of the site, each loaded once at a laptop's width (offline
-    checks, math, equations, figures and axe-core, in that order) and the English
-    pages once more at a phone's width (the document's width, equations)."""
+    checks, math, equations, figures and axe-core, in that order) and once more
+    at a phone's width (the document's width; the English pages' equations)."""
 
     laptop: dict[str, Visit]
     phone: dict[str, Visit]
@@ -411,7 +407,7 @@ async def survey_pages(site: str) -> Survey:
     english = set(pages(ROOT))
     chapters = set(lessons(ROOT))
     laptop = {url: Visit(url) for url in page_urls(site)}
-    phone = {url: Visit(url) for url in page_urls(site) if is_english_page(url, site)}
+    phone = {url: Visit(url) for url in page_urls(site)}
     queue: asyncio.Queue[tuple[Visit, dict]] = asyncio.Queue()
     for visit in laptop.values():
         queue.put_nowait((visit, LAPTOP))
@@ -549,11 +545,10 @@ def test_display_equations_scroll_but_are_never_cut_off_on_a_phone(survey, site)
 
 
 def test_no_page_is_wider_than_a_phone(survey, site):
-    """At 390 pixels no page scrolls sideways: what is wider than the screen (a
-    code cell, an equation, a table) scrolls in its own box, and a long name in
-    inline code breaks (bookbuild.css)."""
-    english = [url for url in page_urls(site) if is_english_page(url, site)]
-    assert sorted(survey.phone) == sorted(english)
+    """At 390 pixels no page of either language scrolls sideways: what is wider
+    than the screen (a code cell, an equation, a table) scrolls in its own box,
+    and a long name in inline code breaks (bookbuild.css)."""
+    assert sorted(survey.phone) == sorted(page_urls(site))
     too_wide = [
         f"{url}: {visit.width['width']} px wide in {visit.width['viewport']} px; "
         f"{visit.width['culprits']}"
