@@ -297,6 +297,28 @@ LAPTOP = {"width": 1280, "height": 900}
 PHONE = {"width": 390, "height": 844}
 
 
+# The document's width against the viewport's; if wider, the elements that stick
+# out of the viewport with no box around them that scrolls or clips (a code
+# cell's long line scrolls in its own box: not one of them).
+DOCUMENT_WIDTH = """() => {
+    const width = document.documentElement.scrollWidth;
+    const viewport = document.documentElement.clientWidth;
+    const boxed = (element) => {
+        for (let box = element.parentElement; box && box !== document.body;
+             box = box.parentElement) {
+            if (getComputedStyle(box).overflowX !== 'visible') return true;
+        }
+        return false;
+    };
+    const culprits = width <= viewport ? [] : [...document.querySelectorAll('body *')]
+        .filter(e => e.getBoundingClientRect().right > viewport + 1 && !boxed(e))
+        .slice(0, 3)
+        .map(e => `${e.tagName.toLowerCase()}.${e.getAttribute('class')}: `
+            + (e.textContent || '').trim().slice(0, 50));
+    return {width, viewport, culprits};
+}"""
+
+
 @dataclass
 class Visit:
     """What one visit of a page saw. ``requests`` cover the whole visit;
@@ -313,13 +335,14 @@ class Visit:
     equations: list[dict] = field(default_factory=list)  # EQUATIONS, if measured
     figures: list[dict] = field(default_factory=list)  # FIGURES, if measured
     accessibility: list[str] = field(default_factory=list)  # serious violations
+    width: dict = field(default_factory=dict)  # DOCUMENT_WIDTH, at a phone's width
 
 
 @dataclass
 class Survey:
     """Every page of the site, each loaded once at a laptop's width (offline
-    checks, math, equations, figures and axe-core, in that order) and the English
-    pages with display math once more at a phone's width (equations)."""
+    checks, math, equations, figures and axe-core, in that order) and once more
+    at a phone's width (the document's width; the English pages' equations)."""
 
     laptop: dict[str, Visit]
     phone: dict[str, Visit]
@@ -348,23 +371,36 @@ def listen(page, visit: Visit) -> None:
     page.on("response", on_response)
 
 
-async def check_accessibility(page, axe, visit: Visit) -> None:
+async def check_accessibility(page, axe, visit: Visit, translation: bool) -> None:
     """axe-core with every folded box opened: every rule in the light theme, and
     the colour contrast again in the dark theme (the only rule the theme changes;
-    math is left out there: MathJax draws it in the colour of the text around it)."""
+    math is left out there: MathJax draws it in the colour of the text around it).
+
+    A page of a translation (``translation``) has the same elements and the same
+    stylesheets as its English twin, in its own words: it gets every rule but
+    the colour contrast (the slowest rule by far, about half of axe's time),
+    which the English pages check in both themes. Only violations are
+    collected (axe then skips the details of what passed)."""
+    violations = {"resultTypes": ["violations"]}
     contrast_only = {
-        "resultTypes": ["violations"],
+        **violations,
         "runOnly": {"type": "rule", "values": ["color-contrast"]},
     }
     await page.evaluate(OPEN_EVERYTHING)
     await page.wait_for_timeout(300)  # the toggles' transitions
-    for theme in ("light", "dark"):
+    for theme in ("light",) if translation else ("light", "dark"):
         await page.evaluate(SET_THEME, theme)
         assert await page.evaluate("document.documentElement.dataset.theme") == theme
         await page.wait_for_function(TRANSITIONS_DONE)
         visit.axe_started = True
-        if theme == "light":
-            results = await axe.run(page)
+        if translation:
+            no_contrast = {
+                **violations,
+                "rules": {"color-contrast": {"enabled": False}},
+            }
+            results = await axe.run(page, None, no_contrast)
+        elif theme == "light":
+            results = await axe.run(page, None, violations)
         else:
             exclude = {"exclude": [["mjx-container"]]}
             results = await axe.run(page, exclude, contrast_only)
@@ -384,11 +420,7 @@ async def survey_pages(site: str) -> Survey:
     english = set(pages(ROOT))
     chapters = set(lessons(ROOT))
     laptop = {url: Visit(url) for url in page_urls(site)}
-    phone = {  # the English pages with display math (in the HTML, before MathJax)
-        f"{site}/{name}.html": Visit(f"{site}/{name}.html")
-        for name in english
-        if '<div class="math' in (HTML / f"{name}.html").read_text(encoding="utf-8")
-    }
+    phone = {url: Visit(url) for url in page_urls(site)}
     queue: asyncio.Queue[tuple[Visit, dict]] = asyncio.Queue()
     for visit in laptop.values():
         queue.put_nowait((visit, LAPTOP))
@@ -408,13 +440,15 @@ async def survey_pages(site: str) -> Survey:
                 if name in english:
                     visit.equations = await page.evaluate(EQUATIONS)
                 if viewport is PHONE:
+                    visit.width = await page.evaluate(DOCUMENT_WIDTH)
                     continue
                 visit.math_blocks = await page.locator(".math").count()
                 visit.typeset = await page.locator("mjx-container").count()
                 visit.math_errors = await page.locator("mjx-merror").count()
                 if name in chapters:
                     visit.figures = await page.evaluate(FIGURES)
-                await check_accessibility(page, axe, visit)
+                translation = name.startswith("fr/")  # see check_accessibility
+                await check_accessibility(page, axe, visit, translation)
             finally:
                 await context.close()
 
@@ -458,7 +492,8 @@ def test_every_page_is_offline_clean_and_typesets_math(survey, site):
 
 def test_no_serious_accessibility_violation_on_any_page(survey):
     """axe-core (bundled with axe-playwright-python: offline) on every page of
-    both languages, every folded box opened, in both themes (check_accessibility)."""
+    both languages, every folded box opened; the colour contrast in both themes
+    on the English pages (check_accessibility)."""
     problems = [p for visit in survey.laptop.values() for p in visit.accessibility]
     assert not problems, "\n".join(problems)
 
@@ -522,3 +557,115 @@ def test_display_equations_scroll_but_are_never_cut_off_on_a_phone(survey, site)
                 cut_off.append(f"{where}: scrolls {eq['scroll']} of {eq['math']} px")
     assert scrolling > 0, "no equation is wider than a phone: the check checked nothing"
     assert not cut_off, "\n".join(cut_off)
+
+
+def test_no_page_is_wider_than_a_phone(survey, site):
+    """At 390 pixels no page of either language scrolls sideways: what is wider
+    than the screen (a code cell, an equation, a table) scrolls in its own box,
+    and a long name in inline code breaks (bookbuild.css)."""
+    assert sorted(survey.phone) == sorted(page_urls(site))
+    too_wide = [
+        f"{url}: {visit.width['width']} px wide in {visit.width['viewport']} px; "
+        f"{visit.width['culprits']}"
+        for url, visit in survey.phone.items()
+        if visit.width["width"] > visit.width["viewport"]
+    ]
+    assert not too_wide, "\n".join(too_wide)
+
+
+#: A 1280x800 screen at 150% and 200% zoom, as the page sees it (CSS pixels).
+ZOOMED = [{"width": 853, "height": 533}, {"width": 640, "height": 400}]
+
+# Scroll the page until the widget's top is just below the page's sticky header
+# (or, with "bottom", its bottom at the bottom of the screen), the last move
+# upwards: the theme shows "Back to top" while the reader scrolls up.
+PLACE_WIDGET = """async ([index, where]) => {
+    const root = document.querySelectorAll('.qkv-w-ready')[index];
+    const header = document.querySelector('.bd-header-article');
+    const below = header ? header.getBoundingClientRect().bottom : 0;
+    const rect = root.getBoundingClientRect();
+    const shift = where === 'top'
+        ? rect.top - below - 8 : rect.bottom - innerHeight + 8;
+    const frames = () => new Promise(
+        done => requestAnimationFrame(() => requestAnimationFrame(done)));
+    const target = scrollY + shift;
+    window.scrollTo(0, target + 80);
+    await frames();
+    window.scrollTo(0, target);
+    await frames();
+}"""
+# The widget's box, the room under the header, and what covers the widget's last
+# row (its bottom 30 pixels, sampled every 15 pixels across): any element on top
+# there that is not part of the widget, or a point off the screen.
+WIDGET_FIT = """(index) => {
+    const root = document.querySelectorAll('.qkv-w-ready')[index];
+    const header = document.querySelector('.bd-header-article');
+    const below = header ? header.getBoundingClientRect().bottom : 0;
+    const rect = root.getBoundingClientRect();
+    const covered = new Set();
+    for (const up of [3, 15, 27]) {
+        for (let x = rect.left + 3; x < rect.right - 3; x += 15) {
+            const hit = document.elementFromPoint(x, rect.bottom - up);
+            if (!hit) covered.add('off the screen');
+            else if (!root.contains(hit)) {
+                covered.add(hit.id || hit.getAttribute('class') || hit.tagName);
+            }
+        }
+    }
+    const button = document.getElementById('pst-back-to-top');
+    return {
+        id: root.id, height: rect.height, top: rect.top, bottom: rect.bottom,
+        room: innerHeight - below, below, viewport: innerHeight,
+        button: button ? getComputedStyle(button).display : 'none',
+        covered: [...covered],
+    };
+}"""
+
+
+def widget_pages() -> list[str]:
+    """The English pages with a widget (the head view, the explorables)."""
+    return [
+        name
+        for name in pages(ROOT)
+        if 'class="qkv-w-live' in (HTML / f"{name}.html").read_text(encoding="utf-8")
+    ]
+
+
+def test_widgets_fit_a_zoomed_laptop_screen(site, browser):
+    """On a 1280x800 screen at 150% and 200% zoom, each widget fits in the screen
+    under the page's header (what is longer scrolls inside it), and nothing,
+    "Back to top" included, covers its last row when it is in view. One load per
+    page: the zoom changes the viewport, which the page lays out again."""
+    names = widget_pages()
+    assert len(names) >= 5, names  # the head view and the four explorables
+    problems, widgets = [], 0
+    for name in names:
+        context = browser.new_context(viewport=ZOOMED[0], device_scale_factor=2)
+        try:
+            page = context.new_page()
+            page.goto(f"{site}/{name}.html", wait_until="load")
+            wait_for_math(page)
+            page.locator(".qkv-w-ready").first.wait_for()
+            count = page.locator(".qkv-w-ready").count()
+            for viewport in ZOOMED:
+                page.set_viewport_size(viewport)
+                for index in range(count):
+                    widgets += 1
+                    for where in ("top", "bottom"):
+                        page.evaluate(PLACE_WIDGET, [index, where])
+                        fit = page.evaluate(WIDGET_FIT, index)
+                        at = f"{name} {fit['id']} at {viewport['width']}x"
+                        at += f"{viewport['height']} ({where})"
+                        if fit["height"] > fit["room"]:
+                            problems.append(
+                                f"{at}: {fit['height']:.0f} px high, "
+                                f"{fit['room']:.0f} px under the header"
+                            )
+                        elif fit["covered"]:
+                            problems.append(f"{at}: last row under {fit['covered']}")
+                        if fit["button"] == "none":
+                            problems.append(f"{at}: Back to top not shown")
+        finally:
+            context.close()
+    assert widgets >= 2 * len(names), widgets
+    assert not problems, "\n".join(problems)
