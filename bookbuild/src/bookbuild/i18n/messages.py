@@ -55,12 +55,14 @@ FRENCH: dict[str, str] = {
     )
     .replace(" :", f"{NNBSP}:")
     .replace(" ;", f"{NNBSP};"),
-    "qkv is not installed: set SOURCE in this cell (or the environment "
-    "variable QKV_SOURCE) to a copy of the book's repository, a folder or its "
-    "git+https:// address, and run the cell again.": (
-        f"qkv n'est pas installé{NNBSP}: donnez à SOURCE dans cette cellule (ou "
-        "à la variable d'environnement QKV_SOURCE) une copie du dépôt du livre, "
-        "un dossier ou son adresse git+https://, et relancez la cellule."
+    "qkv is not installed: set SOURCE in this cell (or the\n"
+    "environment variable QKV_SOURCE) to a copy of the book's\n"
+    "repository, a folder or its git+https:// address, and run\n"
+    "the cell again.": (
+        f"qkv n'est pas installé{NNBSP}: donnez à SOURCE dans cette\n"
+        "cellule (ou à la variable d'environnement QKV_SOURCE) une\n"
+        "copie du dépôt du livre, un dossier ou son adresse\n"
+        "git+https://, et relancez la cellule."
     ),
     "Exercise": "Exercice",
     "Solution": "Solution",

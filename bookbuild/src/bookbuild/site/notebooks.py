@@ -321,11 +321,13 @@ FIRST_CELL = (
     "# chapters use, from QKV_SOURCE if set (a folder or a pip address), else\n"
     "# from the book's repository.\n"
 )
-#: Printed by the first cell when it knows no place to install qkv from.
+#: Printed by the first cell when it knows no place to install qkv from (in
+#: lines that fit the cell).
 NO_SOURCE = (
-    "qkv is not installed: set SOURCE in this cell (or the environment "
-    "variable QKV_SOURCE) to a copy of the book's repository, a folder or its "
-    "git+https:// address, and run the cell again."
+    "qkv is not installed: set SOURCE in this cell (or the\n"
+    "environment variable QKV_SOURCE) to a copy of the book's\n"
+    "repository, a folder or its git+https:// address, and run\n"
+    "the cell again."
 )
 
 INSTALL = """import importlib.util
@@ -362,18 +364,14 @@ if missing("qkv", "matplotlib", "sklearn", "transformers"):
         importlib.invalidate_caches()"""
 
 
-def _string_lines(text: str, indent: int, width: int = 77) -> str:
-    """``text`` as a Python string cut into quoted lines of at most ``width``
-    characters, each ``indent`` spaces in (implicit concatenation)."""
-    assert '"' not in text and "\\" not in text, text
-    lines, line = [], ""
-    for word in text.split(" "):
-        if line and indent + len(line) + len(word) + 3 > width:
-            lines.append(line)
-            line = ""
-        line += word + " "
-    lines.append(line.rstrip())
-    return "\n".join(" " * indent + f'"{row}"' for row in lines)
+def _string_lines(text: str, indent: int) -> str:
+    """``text`` as Python string literals, one a line, each ``indent`` spaces
+    in (implicit concatenation)."""
+    if '"' in text or "\\" in text:
+        raise ValueError(f"text: no quote or backslash in a message, got {text!r}")
+    rows = text.split("\n")
+    quoted = [f'"{row}\\n"' for row in rows[:-1]] + [f'"{rows[-1]}"']
+    return "\n".join(" " * indent + row for row in quoted)
 
 
 def torch_version() -> str:
