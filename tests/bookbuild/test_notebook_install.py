@@ -29,7 +29,11 @@ EVERYTHING = {"torch", "qkv", "matplotlib", "sklearn", "transformers"}
 
 
 def run_cell(
-    source: str, system: str, present: set[str], environ: dict | None = None
+    source: str,
+    system: str,
+    present: set[str],
+    environ: dict | None = None,
+    returncode: int = 0,
 ) -> tuple[list[list[str]], str]:
     """The pip commands the cell runs on ``system`` with only ``present``
     installed, and what it prints."""
@@ -40,15 +44,25 @@ def run_cell(
     def find_spec(name, *args):
         return real_find_spec("json") if name in present else None
 
+    class Pip:  # records the command, installs nothing
+        def __init__(self, command, **kwargs):
+            calls.append(command)
+            self.stdout = [f"Successfully installed {command[-1]}\n"]
+            self.returncode = returncode
+
+        def wait(self):
+            return self.returncode
+
     with (
-        mock.patch.object(subprocess, "check_call", calls.append),
+        mock.patch.object(subprocess, "Popen", Pip),
         mock.patch.object(importlib.util, "find_spec", find_spec),
         mock.patch.object(platform, "system", lambda: system),
         mock.patch.dict(os.environ, environ or {}, clear=False),
     ):
         if not environ:
             os.environ.pop("QKV_SOURCE", None)
-        exec(compile(source, "<first cell>", "exec"), {"print": printed.append})
+        say = {"print": lambda text, end="\n": printed.append(text)}
+        exec(compile(source, "<first cell>", "exec"), say)
     return calls, "\n".join(printed)
 
 
@@ -65,7 +79,7 @@ def test_on_linux_a_bare_jupyter_gets_the_cpu_build_then_the_package(language):
         "https://download.pytorch.org/whl/cpu",
     ]
     assert package[1:] == ["-m", "pip", "install", f"qkv[notebooks] @ git+{REPOSITORY}"]
-    assert not printed
+    assert printed.count("Successfully installed") == 2  # pip's report, shown
     assert source.startswith(gettext(language)(FIRST_CELL))  # what it does
 
 
@@ -79,6 +93,12 @@ def test_colab_keeps_its_torch_and_elsewhere_torch_comes_with_the_package():
     assert package[-1].startswith("qkv[notebooks] @ ")
     # The book's own environment: nothing to do.
     assert run_cell(source, "Linux", present=EVERYTHING) == ([], "")
+
+
+def test_a_failing_pip_stops_the_cell():
+    source = install_cell(REPOSITORY).source
+    with pytest.raises(subprocess.CalledProcessError):
+        run_cell(source, "Linux", present={"torch"}, returncode=1)
 
 
 def test_qkv_source_names_a_folder_or_an_address(tmp_path):

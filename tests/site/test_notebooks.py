@@ -212,6 +212,8 @@ def test_both_editions_run_in_a_fresh_environment(built_book, student_site, tmp_
     assert "/site-packages/qkv/" in where, where  # installed by the first cell
     first = nbformat.read(executed / "0.ipynb", as_version=4).cells[0]
     assert "QKV_SOURCE" in first.source and "pip_install(" in first.source
+    shown = "".join(o.get("text", "") for o in first.outputs)
+    assert "Successfully installed" in shown, shown[-2000:]  # pip's report
     names = [Path(chapter).name for chapter in LESSONS]  # the full edition's
     for chapter, call in EXPLORABLES.items():
         path = executed / f"{names.index(chapter)}.ipynb"

@@ -347,7 +347,14 @@ def missing(*modules):
 
 
 def pip_install(*what):
-    subprocess.check_call([sys.executable, "-m", "pip", "install", *what])
+    command = [sys.executable, "-m", "pip", "install", *what]
+    pip = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    for line in pip.stdout:
+        print(line, end="")
+    if pip.wait() != 0:
+        raise subprocess.CalledProcessError(pip.returncode, command)
 
 
 if missing("qkv", "matplotlib", "sklearn", "transformers"):
