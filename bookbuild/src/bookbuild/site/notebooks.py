@@ -12,9 +12,10 @@ execution cache (numbers, Markdown, LaTeX, figures as cell attachments), referen
 by their text and number, citations by "Author (year)", and directives (exercises,
 solutions, admonitions, ``literalinclude``) by Markdown equivalents. Cells tagged
 ``remove-cell`` are the book's bookkeeping (``glue`` calls, the asserts that back a
-sentence): they are left out, so a notebook needs nothing but ``qkv`` to run. The
-notebooks go to ``_notebooks/<label>.ipynb`` in the site, and each chapter page
-gets a link.
+sentence): they are left out, so a notebook needs nothing but ``qkv`` to run; its
+first cell (:func:`install_cell`) installs that where it is missing, so the
+notebook runs as downloaded. The notebooks go to ``_notebooks/<label>.ipynb`` in
+the site, and each chapter page gets a link.
 
 A notebook is the same file in every build of the same book: each cell's id
 (nbformat requires one) is derived from the chapter and the cell's content
