@@ -348,7 +348,8 @@ def missing(*modules):
 
 
 def pip_install(*what):
-    command = [sys.executable, "-m", "pip", "install", *what]
+    command = [sys.executable, "-m", "pip", "install", "--progress-bar=off"]
+    command += what
     pip = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
