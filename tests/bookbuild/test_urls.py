@@ -156,6 +156,6 @@ def test_with_addresses_the_pages_link_out_and_without_they_do_not(small_book):
         else:
             for outside in ("colab", "mybinder", "github.com"):
                 assert outside not in page.lower(), outside
-            assert 'pip install -e ".[notebooks]"' in first_cell
+            assert 'REPOSITORY = ""' in first_cell and "QKV_SOURCE" in first_cell
             assert "url =" not in cite
         assert "chapter = {1}" in cite and "attention-computed-lesson" in cite

@@ -1,5 +1,6 @@
 """The chapter notebooks linked from each page: readable in plain Jupyter (no raw
-MyST left) and runnable top to bottom with `qkv` installed."""
+MyST left) and runnable top to bottom as downloaded (their first cell installs
+`qkv`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -71,10 +73,12 @@ def test_glued_numbers_are_filled_in(built_book):
     assert "Raschka (2024)" in text  # a citation
 
 
-# Runs the notebooks named after the working folder, two at a time; writes each
-# one, executed, to <executed>/<its position>.ipynb.
+# Runs the notebooks named after the working folder: the first alone (its first
+# cell installs qkv), then the others two at a time; writes each one, executed,
+# to <executed>/<its position>.ipynb, and says how long each took.
 RUNNER = """
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -86,6 +90,7 @@ work, executed = sys.argv[1], Path(sys.argv[2])
 
 def run(numbered):
     number, path = numbered
+    start = time.perf_counter()
     notebook = nbformat.read(path, as_version=4)
     NotebookClient(
         notebook,
@@ -94,12 +99,14 @@ def run(numbered):
         resources={"metadata": {"path": work}},
     ).execute()
     nbformat.write(notebook, executed / f"{number}.ipynb")
-    return path
+    return f"{path} {time.perf_counter() - start:.0f} s"
 
 
+notebooks = list(enumerate(sys.argv[3:]))
+print("ran", run(notebooks[0]), flush=True)  # alone: its first cell installs
 with ThreadPoolExecutor(max_workers=2) as pool:  # two kernels on two cores
-    for path in pool.map(run, enumerate(sys.argv[3:])):
-        print("ran", path, flush=True)
+    for done in pool.map(run, notebooks[1:]):
+        print("ran", done, flush=True)
 """
 
 # The explorables' chapters, and the call that shows each one.
@@ -113,9 +120,13 @@ EXPLORABLES = {
 
 @pytest.mark.slow
 def test_both_editions_run_in_a_fresh_environment(built_book, student_site, tmp_path):
-    """A venv with only torch (the CPU build, as the Makefile installs it),
-    ``pip install ".[notebooks]"``, nbclient and ipykernel runs every notebook of
-    both editions top to bottom, in a folder outside the repository.
+    """Every notebook of both editions, as downloaded (first cell included),
+    top to bottom, in a folder outside the repository, in a fresh venv that
+    holds only pip, torch (the CPU build, as the Makefile installs it: as on
+    Colab, a torch is there), nbclient and ipykernel. The first notebook's first
+    cell installs the rest as a reader's would, ``qkv[notebooks]`` from
+    ``QKV_SOURCE``, here a copy of this clone (a copy: building the package
+    writes ``build/`` and ``*.egg-info`` beside it); the others find it there.
 
     Against the build's trained results: ``QKV_RESULTS`` names the folder where
     the build's kernels kept what ``qkv.experiments`` trained (same code, same
@@ -144,7 +155,8 @@ def test_both_editions_run_in_a_fresh_environment(built_book, student_site, tmp_
         assert done.returncode == 0, f"{command}:\n{done.stdout}\n{done.stderr}"
         return done.stdout
 
-    run(uv, "venv", "--quiet", "--python", sys.executable, str(venv))
+    # --seed: pip, which the first cell runs, as in Colab or a bare Jupyter.
+    run(uv, "venv", "--quiet", "--seed", "--python", sys.executable, str(venv))
     # Compiled once at install (seconds): where the environment sets
     # PYTHONDONTWRITEBYTECODE, as this machine's does, every kernel would
     # otherwise compile torch, NumPy and Matplotlib again as it starts.
@@ -154,14 +166,14 @@ def test_both_editions_run_in_a_fresh_environment(built_book, student_site, tmp_
         "pip",
         "install",
         "--quiet",
-        "--compile-bytecode",  # see below
+        "--compile-bytecode",  # see above
         "--python",
         python,
-        "--no-deps",  # its dependencies come with .[notebooks], as on Colab
+        "--no-deps",  # its dependencies come with the package, as on Colab
         make_variable(ROOT, "TORCH"),
         *torch_from,
     )
-    package = tmp_path / "package"  # a copy: building writes build/ beside it
+    package = tmp_path / "package"  # what QKV_SOURCE names
     shutil.copytree(
         ROOT / "src",
         package / "src",
@@ -177,12 +189,13 @@ def test_both_editions_run_in_a_fresh_environment(built_book, student_site, tmp_
         "--compile-bytecode",
         "--python",
         python,
-        f"{package}[notebooks]",
         "nbclient",
         "ipykernel",
     )
     run(python, "-m", "ipykernel", "install", "--sys-prefix", "--name", "fresh")
-    assert "/site-packages/qkv/" in run(python, "-c", "import qkv; print(qkv.__file__)")
+    bare = "import importlib.util as u; print(u.find_spec('qkv') is None)"
+    assert run(python, "-c", bare).strip() == "True"  # the notebooks install it
+    env["QKV_SOURCE"] = str(package)
     notebooks = [
         str(site / "_notebooks" / f"{Path(chapter).name}.ipynb")
         for site in (HTML, student_site)
@@ -191,8 +204,16 @@ def test_both_editions_run_in_a_fresh_environment(built_book, student_site, tmp_
     executed = tmp_path / "executed"
     for folder in (tmp_path / "work", executed):
         folder.mkdir()
+    start = time.perf_counter()
     output = run(python, "-c", RUNNER, str(tmp_path / "work"), executed, *notebooks)
+    print(f"{output}all in {time.perf_counter() - start:.0f} s")  # with -s
     assert output.count("ran ") == 2 * len(LESSONS), output
+    where = run(python, "-c", "import qkv; print(qkv.__file__)")
+    assert "/site-packages/qkv/" in where, where  # installed by the first cell
+    first = nbformat.read(executed / "0.ipynb", as_version=4).cells[0]
+    assert "QKV_SOURCE" in first.source and "pip_install(" in first.source
+    shown = "".join(o.get("text", "") for o in first.outputs)
+    assert "Successfully installed" in shown, shown[-2000:]  # pip's report
     names = [Path(chapter).name for chapter in LESSONS]  # the full edition's
     for chapter, call in EXPLORABLES.items():
         path = executed / f"{names.index(chapter)}.ipynb"

@@ -44,15 +44,31 @@ FRENCH: dict[str, str] = {
     # bookbuild.site.notebooks: the link on each page, the notebook's own words
     "Download this chapter as a notebook": "Télécharger ce chapitre en notebook",
     "Open it on {service}": "L’ouvrir sur {service}",
-    "# Outside the book's own environment (Colab, a bare Jupyter), install the\n"
-    "# book's package and what its chapters use, then restart the kernel:\n": (
-        "# Hors de l'environnement du livre (Colab, un Jupyter nu), installez le\n"
-        "# paquet du livre et ce qu'utilisent ses chapitres, puis redémarrez le"
-        f" noyau{NNBSP}:\n"
+    "# Installs what this notebook needs and is missing (in the book's own\n"
+    "# environment, nothing): on Linux, the CPU build of PyTorch unless a torch\n"
+    "# is there (Colab keeps its own); then the book's package qkv with what its\n"
+    "# chapters use, from QKV_SOURCE if set (a folder or a pip address), else\n"
+    "# from the book's repository.\n": (
+        "# Installe ce dont ce notebook a besoin et qui manque (rien dans\n"
+        "# l'environnement du livre) : sous Linux, la version CPU de PyTorch,\n"
+        "# sauf si un torch est déjà là (Colab garde le sien) ; puis le paquet du\n"
+        "# livre, qkv, avec ce qu'utilisent ses chapitres, depuis QKV_SOURCE si\n"
+        "# elle est définie (un dossier ou une adresse pip), sinon depuis le\n"
+        "# dépôt du livre.\n"
+    )
+    .replace(" :", f"{NNBSP}:")
+    .replace(" ;", f"{NNBSP};"),
+    "qkv is not installed: set SOURCE in this cell (or the\n"
+    "environment variable QKV_SOURCE) to a copy of the book's\n"
+    "repository, a folder or its git+https:// address, and run\n"
+    "the cell again.": (
+        f"qkv n'est pas installé{NNBSP}: donnez à SOURCE dans cette\n"
+        "cellule (ou à la variable d'environnement QKV_SOURCE) une\n"
+        "copie du dépôt du livre, un dossier ou son adresse\n"
+        "git+https://, et relancez la cellule."
     ),
     # bookbuild.tools.handouts: the link to a chapter's PDF, once printed
     "Download this chapter as a PDF": "Télécharger ce chapitre en PDF",
-    "(in a copy of the book's repository)": "(dans une copie du dépôt du livre)",
     "Exercise": "Exercice",
     "Solution": "Solution",
     "Note": "Remarque",

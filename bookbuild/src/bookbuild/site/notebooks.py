@@ -12,9 +12,10 @@ execution cache (numbers, Markdown, LaTeX, figures as cell attachments), referen
 by their text and number, citations by "Author (year)", and directives (exercises,
 solutions, admonitions, ``literalinclude``) by Markdown equivalents. Cells tagged
 ``remove-cell`` are the book's bookkeeping (``glue`` calls, the asserts that back a
-sentence): they are left out, so a notebook needs nothing but ``qkv`` to run. The
-notebooks go to ``_notebooks/<label>.ipynb`` in the site, and each chapter page
-gets a link.
+sentence): they are left out, so a notebook needs nothing but ``qkv`` to run; its
+first cell (:func:`install_cell`) installs that where it is missing, so the
+notebook runs as downloaded. The notebooks go to ``_notebooks/<label>.ipynb`` in
+the site, and each chapter page gets a link.
 
 A notebook is the same file in every build of the same book: each cell's id
 (nbformat requires one) is derived from the chapter and the cell's content
@@ -313,23 +314,98 @@ def without_solutions(cells: list) -> list:
     return kept
 
 
+#: The comment at the top of every notebook's first cell (translated).
 FIRST_CELL = (
-    "# Outside the book's own environment (Colab, a bare Jupyter), install the\n"
-    "# book's package and what its chapters use, then restart the kernel:\n"
+    "# Installs what this notebook needs and is missing (in the book's own\n"
+    "# environment, nothing): on Linux, the CPU build of PyTorch unless a torch\n"
+    "# is there (Colab keeps its own); then the book's package qkv with what its\n"
+    "# chapters use, from QKV_SOURCE if set (a folder or a pip address), else\n"
+    "# from the book's repository.\n"
 )
+#: Printed by the first cell when it knows no place to install qkv from (in
+#: lines that fit the cell).
+NO_SOURCE = (
+    "qkv is not installed: set SOURCE in this cell (or the\n"
+    "environment variable QKV_SOURCE) to a copy of the book's\n"
+    "repository, a folder or its git+https:// address, and run\n"
+    "the cell again."
+)
+
+INSTALL = """import importlib.util
+import os
+import pathlib
+import platform
+import subprocess
+import sys
+
+REPOSITORY = "{source}"
+SOURCE = os.environ.get("QKV_SOURCE", REPOSITORY)
+CPU_TORCH = "https://download.pytorch.org/whl/cpu"
+
+
+def missing(*modules):
+    return any(importlib.util.find_spec(name) is None for name in modules)
+
+
+def pip_install(*what):
+    command = [sys.executable, "-m", "pip", "install", "--progress-bar=off"]
+    command += what
+    pip = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    for line in pip.stdout:
+        print(line, end="")
+    if pip.wait() != 0:
+        raise subprocess.CalledProcessError(pip.returncode, command)
+
+
+if missing("qkv", "matplotlib", "sklearn", "transformers"):
+    if not SOURCE:
+        print(
+{no_source}
+        )
+    else:
+        if missing("torch") and platform.system() == "Linux":
+            pip_install("torch=={torch}", "--index-url", CPU_TORCH)
+        if os.path.isdir(SOURCE):
+            SOURCE = pathlib.Path(SOURCE).resolve().as_uri()
+        pip_install(f"qkv[notebooks] @ {{SOURCE}}")
+        importlib.invalidate_caches()"""
+
+
+def _string_lines(text: str, indent: int) -> str:
+    """``text`` as Python string literals, one a line, each ``indent`` spaces
+    in (implicit concatenation)."""
+    if '"' in text or "\\" in text:
+        raise ValueError(f"text: no quote or backslash in a message, got {text!r}")
+    rows = text.split("\n")
+    quoted = [f'"{row}\\n"' for row in rows[:-1]] + [f'"{rows[-1]}"']
+    return "\n".join(" " * indent + row for row in quoted)
+
+
+def torch_version() -> str:
+    """The torch the book is built with, without its local part (``+cpu``):
+    a reader on Linux gets the same release."""
+    from importlib.metadata import version
+
+    return version("torch").split("+")[0]
 
 
 def install_cell(repository_url: str, language: str = "en") -> nbformat.NotebookNode:
-    """The first cell of every notebook: how to run it outside the book."""
+    """The first cell of every notebook: it installs what the chapter needs and
+    is missing, so that the notebook runs as downloaded. ``qkv`` comes from
+    ``QKV_SOURCE`` (an environment variable of the reader's) when it is set,
+    else from the book's repository (``repository.url`` of ``_config.yml``);
+    a book built without one names no place (never a path of the machine that
+    built it) and the cell says how to give one."""
     _ = gettext(language)
-    if repository_url:
-        where = f'"qkv[notebooks] @ git+{repository_url.rstrip("/")}"'
-        how = f"# %pip install {where}"
-    else:
-        how = '# %pip install -e ".[notebooks]"   ' + _(
-            "(in a copy of the book's repository)"
-        )
-    return nbformat.v4.new_code_cell(_(FIRST_CELL) + how)
+    source = f"git+{repository_url.rstrip('/')}" if repository_url else ""
+    code = INSTALL.format(
+        source=source,
+        torch=torch_version(),
+        no_source=_string_lines(_(NO_SOURCE), indent=12),
+    )
+    return nbformat.v4.new_code_cell(_(FIRST_CELL) + code)
 
 
 def _edition(app: Sphinx) -> str:
