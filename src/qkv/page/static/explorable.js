@@ -6,6 +6,11 @@
 
 /* exported qkvExplorable */
 
+// Right-to-left letters (Hebrew, Arabic, Syriac, Thaana, NKo... and their
+// presentation forms, and the astral right-to-left blocks) and the bidi
+// controls: what qkv.page.widgets.isolated looks for.
+var BIDI = /[\u0590-\u08ff\u200f\u202a-\u202e\u2066-\u2069\ufb1d-\ufdff\ufe70-\ufefc]|\ud802[\udc00-\udfff]|\ud803[\udc00-\udfff]|\ud83a[\udc00-\udfff]|\ud83b[\udc00-\udeff]/;
+
 function qkvExplorable(root, data, live) {
   var lang = (data.lang || (root.closest("[lang]") || document.documentElement)
     .getAttribute("lang") || "en").slice(0, 2).toLowerCase();
@@ -13,13 +18,16 @@ function qkvExplorable(root, data, live) {
   function t(key, values) {
     var text = labels[key] !== undefined ? labels[key] : data.labels.en[key];
     for (var name in values || {}) {
-      // Each value isolated (U+2068 ... U+2069): a reader's word that holds a
-      // right-to-left override cannot reorder the sentence around it.
+      // A value that holds right-to-left text or a bidi control is isolated
+      // (U+2068 ... U+2069): it cannot reorder the sentence around it.
       text = text.split("{" + name + "}").join(isolate(values[name]));
     }
     return text;
   }
-  function isolate(value) { return "\u2068" + String(value) + "\u2069"; }
+  function isolate(value) {
+    var text = String(value);
+    return BIDI.test(text) ? "\u2068" + text + "\u2069" : text;
+  }
   var serial = 0;
   function newId() { serial += 1; return root.id + "-" + serial; }
   function el(tag, attrs, children) {

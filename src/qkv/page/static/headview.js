@@ -6,6 +6,9 @@
 
 /* exported qkvHeadView */
 
+// As in explorable.js: right-to-left letters and the bidi controls.
+var BIDI_TEXT = /[\u0590-\u08ff\u200f\u202a-\u202e\u2066-\u2069\ufb1d-\ufdff\ufe70-\ufefc]|\ud802[\udc00-\udfff]|\ud803[\udc00-\udfff]|\ud83a[\udc00-\udfff]|\ud83b[\udc00-\udeff]/;
+
 function qkvHeadView(root, data) {
   var layerSelect = root.querySelector(".qkv-hv-layer");
   var headSelect = root.querySelector(".qkv-hv-head");
@@ -17,9 +20,11 @@ function qkvHeadView(root, data) {
   var lang = ((root.closest("[lang]") || document.documentElement)
     .getAttribute("lang") || "en").slice(0, 2).toLowerCase();
   var labels = data.labels[lang] || data.labels.en;
-  // A token isolated (U+2068 ... U+2069): one that holds a right-to-left
-  // override cannot reorder the weights printed after it.
-  function isolate(token) { return "\u2068" + token + "\u2069"; }
+  // A token that holds right-to-left text or a bidi control is isolated
+  // (U+2068 ... U+2069): it cannot reorder the weights printed after it.
+  function isolate(token) {
+    return BIDI_TEXT.test(token) ? "\u2068" + token + "\u2069" : token;
+  }
   function weight(x) {
     var text = x.toFixed(2);
     return lang === "fr" ? text.replace(".", ",") : text;
