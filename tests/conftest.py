@@ -3,9 +3,11 @@ and the same random state at the start of every test.
 
 Tiers (see CONTRIBUTING.md): ``make check`` runs every test that builds no book
 and starts no browser, selected by ``-m "not build and not browser and not slow"``;
-``make test`` runs them all. A test that builds a book, the whole one or a small
-one, is marked ``build`` here, from the fixtures it uses (BUILD_FIXTURES), or by
-hand with ``@pytest.mark.build`` when it calls ``build_book`` itself."""
+``make test`` runs them all, in two runs: ``-m "not book and not browser"`` on
+two workers (small books included), then ``-m "book or browser"``. A test that
+builds a book, the whole one or a small one, is marked ``build`` here, from the
+fixtures it uses (BUILD_FIXTURES), or by hand with ``@pytest.mark.build`` when it
+calls ``build_book`` itself."""
 
 from __future__ import annotations
 
@@ -36,13 +38,25 @@ def pytest_configure(config: pytest.Config) -> None:
         torch.set_num_threads(1)
 
 
+# Fixtures that build the whole book: a test using one of them is marked ``book``.
+WHOLE_BOOK_FIXTURES = {"built_book", "student_site"}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark ``build`` every test that uses a fixture building a book; a test
-    marked ``book`` (checks of the built book) builds it too."""
+    marked ``book`` (checks of the built book) builds it too, and so does a test
+    that uses the whole book's fixtures, marked ``book`` here. A test that
+    builds only small books joins the xdist group "small-books": in ``make
+    test``'s first run (``--dist loadgroup``) they share one worker, and the
+    module fixtures that build two small books are built once."""
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
+        if fixtures & WHOLE_BOOK_FIXTURES:
+            item.add_marker(pytest.mark.book)
         if fixtures & BUILD_FIXTURES or item.get_closest_marker("book"):
             item.add_marker(pytest.mark.build)
+            if not item.get_closest_marker("book"):
+                item.add_marker(pytest.mark.xdist_group("small-books"))
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
