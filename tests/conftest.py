@@ -42,6 +42,7 @@ def pytest_configure(config: pytest.Config) -> None:
 WHOLE_BOOK_FIXTURES = {"built_book", "student_site"}
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups, and -m the marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark ``build`` every test that uses a fixture building a book; a test
     marked ``book`` (checks of the built book) builds it too, and so does a test
