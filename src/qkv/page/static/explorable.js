@@ -5,11 +5,7 @@
 // publish, which writes a value as JSON into a data- attribute of the root.
 
 /* exported qkvExplorable */
-
-// Right-to-left letters (Hebrew, Arabic, Syriac, Thaana, NKo... and their
-// presentation forms, and the astral right-to-left blocks) and the bidi
-// controls: what qkv.page.widgets.isolated looks for.
-var BIDI = /[\u0590-\u08ff\u200f\u202a-\u202e\u2066-\u2069\ufb1d-\ufdff\ufe70-\ufefc]|\ud802[\udc00-\udfff]|\ud803[\udc00-\udfff]|\ud83a[\udc00-\udfff]|\ud83b[\udc00-\udeff]/;
+/* global qkvIsolate */
 
 function qkvExplorable(root, data, live) {
   var lang = (data.lang || (root.closest("[lang]") || document.documentElement)
@@ -20,13 +16,9 @@ function qkvExplorable(root, data, live) {
     for (var name in values || {}) {
       // A value that holds right-to-left text or a bidi control is isolated
       // (U+2068 ... U+2069): it cannot reorder the sentence around it.
-      text = text.split("{" + name + "}").join(isolate(values[name]));
+      text = text.split("{" + name + "}").join(qkvIsolate(values[name]));
     }
     return text;
-  }
-  function isolate(value) {
-    var text = String(value);
-    return BIDI.test(text) ? "\u2068" + text + "\u2069" : text;
   }
   var serial = 0;
   function newId() { serial += 1; return root.id + "-" + serial; }

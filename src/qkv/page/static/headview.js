@@ -5,9 +5,7 @@
 // writes (HeadView._live).
 
 /* exported qkvHeadView */
-
-// As in explorable.js: right-to-left letters and the bidi controls.
-var BIDI_TEXT = /[\u0590-\u08ff\u200f\u202a-\u202e\u2066-\u2069\ufb1d-\ufdff\ufe70-\ufefc]|\ud802[\udc00-\udfff]|\ud803[\udc00-\udfff]|\ud83a[\udc00-\udfff]|\ud83b[\udc00-\udeff]/;
+/* global qkvIsolate */
 
 function qkvHeadView(root, data) {
   var layerSelect = root.querySelector(".qkv-hv-layer");
@@ -20,11 +18,6 @@ function qkvHeadView(root, data) {
   var lang = ((root.closest("[lang]") || document.documentElement)
     .getAttribute("lang") || "en").slice(0, 2).toLowerCase();
   var labels = data.labels[lang] || data.labels.en;
-  // A token that holds right-to-left text or a bidi control is isolated
-  // (U+2068 ... U+2069): it cannot reorder the weights printed after it.
-  function isolate(token) {
-    return BIDI_TEXT.test(token) ? "\u2068" + token + "\u2069" : token;
-  }
   function weight(x) {
     var text = x.toFixed(2);
     return lang === "fr" ? text.replace(".", ",") : text;
@@ -77,9 +70,9 @@ function qkvHeadView(root, data) {
     order.sort(function (x, y) { return w[active][y] - w[active][x]; });
     var parts = [];
     for (var t = 0; t < Math.min(3, n); t++) {
-      parts.push(isolate(data.tokens[order[t]]) + " " + weight(w[active][order[t]]));
+      parts.push(qkvIsolate(data.tokens[order[t]]) + " " + weight(w[active][order[t]]));
     }
-    status.textContent = labels.looks.split("{token}").join(isolate(data.tokens[active]))
+    status.textContent = labels.looks.split("{token}").join(qkvIsolate(data.tokens[active]))
       .split("{top}").join(parts.join(labels.sep));
   }
 
