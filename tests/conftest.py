@@ -42,22 +42,20 @@ def pytest_configure(config: pytest.Config) -> None:
 WHOLE_BOOK_FIXTURES = {"built_book", "student_site"}
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups, and -m the marks
+@pytest.hookimpl(tryfirst=True)  # before -m reads the marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark ``build`` every test that uses a fixture building a book; a test
     marked ``book`` (checks of the built book) builds it too, and so does a test
-    that uses the whole book's fixtures, marked ``book`` here. A test that
-    builds only small books joins the xdist group "small-books": in ``make
-    test``'s first run (``--dist loadgroup``) they share one worker, and the
-    module fixtures that build two small books are built once."""
+    that uses the whole book's fixtures, marked ``book`` here. (A module whose
+    tests share a fixture that builds small books names an xdist group: in
+    ``make test``'s first run, ``--dist loadgroup``, they share one worker and
+    the fixture builds once.)"""
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         if fixtures & WHOLE_BOOK_FIXTURES:
             item.add_marker(pytest.mark.book)
         if fixtures & BUILD_FIXTURES or item.get_closest_marker("book"):
             item.add_marker(pytest.mark.build)
-            if not item.get_closest_marker("book"):
-                item.add_marker(pytest.mark.xdist_group("small-books"))
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

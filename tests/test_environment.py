@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from bookbuild.tools.testing import make_variable
@@ -151,3 +154,36 @@ def test_installing_the_package_is_not_an_input_of_the_book():
     inputs = make_variable(ROOT, "BOOK_INPUTS").split()
     assert any(path.startswith("src/qkv/") for path in inputs)
     assert not [path for path in inputs if ".egg-info" in path or "__pycache__" in path]
+
+
+GROUPED_TESTS = """
+import os
+import pytest
+
+pytestmark = pytest.mark.xdist_group("together")
+
+
+@pytest.mark.parametrize("n", range(4))
+def test_where(n, tmp_path_factory):
+    folder = tmp_path_factory.getbasetemp().parent
+    (folder / f"ran-{n}").write_text(os.environ["PYTEST_XDIST_WORKER"])
+"""
+
+
+@pytest.mark.slow
+def test_xdist_keeps_a_group_on_one_worker(tmp_path):
+    """``make test``'s first run relies on ``--dist loadgroup`` (a module whose
+    tests share a fixture that builds two books runs on one worker). pytest 9.2
+    silently breaks it (pytest-dev/pytest-xdist#1386): this fails on a pytest
+    that does."""
+    (tmp_path / "test_grouped.py").write_text(GROUPED_TESTS, encoding="utf-8")
+    base = tmp_path / "base"
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         "-n", "2", "--dist", "loadgroup", f"--basetemp={base}", "test_grouped.py"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    ran = list(base.glob("ran-*"))  # base: the workers' temporary folders' parent
+    assert len(ran) == 4, run.stdout[-2000:]
+    assert len({path.read_text() for path in ran}) == 1, "a group ran on two workers"

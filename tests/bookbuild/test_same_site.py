@@ -169,7 +169,9 @@ def two_builds(tmp_path_factory):
     return folder, builds
 
 
-pytestmark = pytest.mark.slow
+# One xdist group: in ``make test``'s first run (``--dist loadgroup``) the
+# module's tests share one worker, so ``two_builds`` builds its two books once.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("same-site")]
 
 
 @pytest.mark.build
