@@ -346,6 +346,8 @@ class Survey:
 
     laptop: dict[str, Visit]
     phone: dict[str, Visit]
+    code_styles: dict[str, set[str]]  # code_styles of each English page
+    code_checked: set[str]  # the pages whose code's contrast axe measures
 
 
 def listen(page, visit: Visit) -> None:
@@ -371,7 +373,41 @@ def listen(page, visit: Visit) -> None:
     page.on("response", on_response)
 
 
-async def check_accessibility(page, axe, visit: Visit, translation: bool) -> None:
+# A block of highlighted code or of output, and the classes of its spans.
+CODE_BLOCK = re.compile(
+    r'class="[^"]*\bhighlight-([\w-]+)[^"]*"><div class="highlight"><pre>(.*?)</pre>',
+    re.S,
+)
+
+
+def code_styles(page_html: str) -> set[str]:
+    """What the page's code and output blocks are coloured with: "language
+    class" for every span class in them (Pygments' tokens, ANSI colours), and
+    "language text" for the block's own text."""
+    styles = set()
+    for language, block in CODE_BLOCK.findall(page_html):
+        styles.add(f"{language} text")
+        for classes in re.findall(r'<span class="([^"]+)"', block):
+            styles.update(f"{language} {name}" for name in classes.split())
+    return styles
+
+
+def code_contrast_pages(styles: dict[str, set[str]]) -> set[str]:
+    """Few pages whose code shows every style of every page (a greedy cover):
+    the colour contrast of code is checked on those pages, in both themes.
+    Code is styled by its token classes alone (one stylesheet for every page),
+    and it is half of what the contrast rule measures on a chapter."""
+    left, chosen = set().union(*styles.values()), set()
+    while left:
+        best = max(sorted(styles), key=lambda page: len(styles[page] & left))
+        chosen.add(best)
+        left -= styles[best]
+    return chosen
+
+
+async def check_accessibility(
+    page, axe, visit: Visit, translation: bool, with_code: bool
+) -> None:
     """axe-core with every folded box opened: every rule in the light theme, and
     the colour contrast again in the dark theme (the only rule the theme changes;
     math is left out there: MathJax draws it in the colour of the text around it).
@@ -379,13 +415,17 @@ async def check_accessibility(page, axe, visit: Visit, translation: bool) -> Non
     A page of a translation (``translation``) has the same elements and the same
     stylesheets as its English twin, in its own words: it gets every rule but
     the colour contrast (the slowest rule by far, about half of axe's time),
-    which the English pages check in both themes. Only violations are
-    collected (axe then skips the details of what passed)."""
+    which the English pages check in both themes. The contrast of code and
+    output blocks is measured on the pages ``with_code`` only
+    (code_contrast_pages); elsewhere they get every other rule. Only violations
+    are collected (axe then skips the details of what passed)."""
     violations = {"resultTypes": ["violations"]}
     contrast_only = {
         **violations,
         "runOnly": {"type": "rule", "values": ["color-contrast"]},
     }
+    no_contrast = {**violations, "rules": {"color-contrast": {"enabled": False}}}
+    code = [] if with_code else [[".highlight"]]
     await page.evaluate(OPEN_EVERYTHING)
     await page.wait_for_timeout(300)  # the toggles' transitions
     for theme in ("light",) if translation else ("light", "dark"):
@@ -393,20 +433,21 @@ async def check_accessibility(page, axe, visit: Visit, translation: bool) -> Non
         assert await page.evaluate("document.documentElement.dataset.theme") == theme
         await page.wait_for_function(TRANSITIONS_DONE)
         visit.axe_started = True
+        runs = []
         if translation:
-            no_contrast = {
-                **violations,
-                "rules": {"color-contrast": {"enabled": False}},
-            }
-            results = await axe.run(page, None, no_contrast)
+            runs.append((None, no_contrast))
+        elif theme == "light" and with_code:
+            runs.append((None, violations))
         elif theme == "light":
-            results = await axe.run(page, None, violations)
+            runs.append((None, no_contrast))
+            runs.append(({"exclude": code}, contrast_only))
         else:
-            exclude = {"exclude": [["mjx-container"]]}
-            results = await axe.run(page, exclude, contrast_only)
-        visit.accessibility += serious_violations(
-            results.response, f"{theme} {visit.url}"
-        )
+            runs.append(({"exclude": [["mjx-container"], *code]}, contrast_only))
+        for context, options in runs:
+            results = await axe.run(page, context, options)
+            visit.accessibility += serious_violations(
+                results.response, f"{theme} {visit.url}"
+            )
 
 
 async def survey_pages(site: str) -> Survey:
@@ -419,6 +460,11 @@ async def survey_pages(site: str) -> Survey:
     axe = Axe()
     english = set(pages(ROOT))
     chapters = set(lessons(ROOT))
+    styles = {
+        name: code_styles((HTML / f"{name}.html").read_text(encoding="utf-8"))
+        for name in english
+    }
+    with_code = code_contrast_pages(styles)
     laptop = {url: Visit(url) for url in page_urls(site)}
     phone = {url: Visit(url) for url in page_urls(site)}
     queue: asyncio.Queue[tuple[Visit, dict]] = asyncio.Queue()
@@ -448,7 +494,9 @@ async def survey_pages(site: str) -> Survey:
                 if name in chapters:
                     visit.figures = await page.evaluate(FIGURES)
                 translation = name.startswith("fr/")  # see check_accessibility
-                await check_accessibility(page, axe, visit, translation)
+                await check_accessibility(
+                    page, axe, visit, translation, with_code=name in with_code
+                )
             finally:
                 await context.close()
 
@@ -458,7 +506,7 @@ async def survey_pages(site: str) -> Survey:
             await asyncio.gather(*(work(browser) for _ in range(PAGES_AT_ONCE)))
         finally:
             await browser.close()
-    return Survey(laptop, phone)
+    return Survey(laptop, phone, styles, with_code)
 
 
 @pytest.fixture(scope="module")
@@ -496,6 +544,9 @@ def test_no_serious_accessibility_violation_on_any_page(survey):
     on the English pages (check_accessibility)."""
     problems = [p for visit in survey.laptop.values() for p in visit.accessibility]
     assert not problems, "\n".join(problems)
+    every_style = set().union(*survey.code_styles.values())
+    checked = set().union(*(survey.code_styles[p] for p in survey.code_checked))
+    assert len(every_style) > 20 and checked == every_style, every_style - checked
 
 
 def test_figure_text_is_as_large_as_the_caption(survey, site):
