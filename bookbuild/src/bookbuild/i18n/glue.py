@@ -23,12 +23,17 @@ wherever a ``{glue:md}`` role shows a phrase (in a translated paragraph, or in
 a paragraph of its own, which is no message), the phrase is read through the
 catalogue and its values put back, written the way of the language (numbers
 and quotes, :mod:`bookbuild.i18n.numbers`; inside code or math as written). A
-phrase of no words (``0.05 + 0.24 = 0.29``) only has its values written again;
-a phrase not translated yet stays English. A phrase whose choice depends on the
-machine declares every phrase its code could choose (``{"phrases": [...]}`` as
-:data:`PHRASES_MIME`, :class:`qkv.page.verdicts.Phrase`): each is a message
-of the page, and the check fails on one that has no translation, whichever
-this machine measured.
+phrase of no words (``0.05 + 0.24 = 0.29``) only has its values written again.
+A phrase whose choice depends on the machine declares every phrase its code
+could choose (``{"phrases": [...]}`` as :data:`PHRASES_MIME`,
+:class:`qkv.page.verdicts.Phrase`): each is a message of the page, and the
+check fails on one that has no translation, whichever this machine measured.
+
+No silent English: a phrase without a translation would show English in the
+middle of a translated paragraph, so the translated build warns (an error under
+``-W``: the book's build fails) for every phrase a ``{glue:md}`` role of the
+page could show untranslated: every phrase of a declared table, whichever this
+machine measured, and the shown phrase itself (:func:`untranslated`).
 """
 
 from __future__ import annotations
@@ -39,6 +44,9 @@ from pathlib import Path
 
 from docutils import nodes
 from sphinx.application import Sphinx
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
 
 KEY = "bookbuild_nb_renderer"
 #: Where a glued phrase lists every phrase its code can choose (qkv's verdicts).
@@ -164,12 +172,77 @@ def _extract_glued_prose(app: Sphinx, doctree: nodes.document, docname: str):
             paragraph.line = line
             paragraph.uid = ""  # the gettext builder skips nodes without one
             doctree += paragraph
-    # Which messages are glued phrases not declared: a measurement may take
-    # another branch on another machine, and the check then only notes the new
-    # phrase (it falls back to English) instead of failing the build of a lecturer.
+    # Which messages are glued phrases not declared: the check only notes one
+    # it does not find in the catalogue; the translated build fails on it
+    # (_warn_untranslated), as on any phrase of a declared table left untranslated.
     listing = Path(app.outdir) / f"{docname}{GLUED_SUFFIX}"
     listing.parent.mkdir(parents=True, exist_ok=True)
     listing.write_text(json.dumps(glued, ensure_ascii=False), encoding="utf-8")
+
+
+# -- no silent English: a glued phrase without a translation fails the build ---------
+
+
+def untranslated(
+    glue_data: dict, keys, messages: dict[str, str]
+) -> dict[str, list[str]]:
+    """For each of ``keys`` (shown by ``{glue:md}``) whose glued phrase would
+    show English on a page of the catalogue's language: the messages it lacks.
+    A phrase that declares its table (:data:`PHRASES_MIME`) needs every phrase
+    of the table, not only the one this machine measured; any phrase needs its
+    own template (one that matches no declared phrase, or whose translation
+    asks for a value it does not have, falls back to English too)."""
+    lacking: dict[str, list[str]] = {}
+    for key in keys:
+        data = glue_data.get(key, {}).get("data", {})
+        text = data.get("text/markdown")
+        if not isinstance(text, str):
+            continue
+        declared = (data.get(PHRASES_MIME) or {}).get("phrases") or []
+        missing = [p for p in declared if is_prose(p) and not messages.get(p)]
+        if is_prose(text):
+            message, values = template(text)
+            try:
+                shown = bool(messages.get(message)) and fill(messages[message], values)
+            except IndexError:  # the translation asks for a value it lacks
+                shown = False
+            if not shown and message not in missing:
+                missing.append(message)
+        if missing:
+            lacking[key] = missing
+    return lacking
+
+
+def _warn_untranslated(app: Sphinx, doctree: nodes.document) -> None:
+    """On a page of a translation: a warning (an error under ``-W``) for each
+    phrase a ``{glue:md}`` role of the page could show in English, whichever
+    phrase of its table this machine measured."""
+    from bookbuild.i18n.languages import catalogue, is_translation
+
+    env = app.env
+    if not is_translation(app.config):
+        return
+    path = Path(env.doc2path(env.docname))
+    if not path.is_file():
+        return
+    keys = dict.fromkeys(GLUE_MD_ROLE.findall(path.read_text(encoding="utf-8")))
+    glue_file = Path(env.mystnb_config.output_folder) / f"{env.docname}.glue.json"
+    if not keys or not glue_file.is_file():
+        return
+    glue_data = json.loads(glue_file.read_text(encoding="utf-8"))
+    messages = catalogue(env, app.config, env.docname)
+    for key, missing in untranslated(glue_data, keys, messages).items():
+        for message in missing:
+            logger.warning(
+                "glued phrase %r has no %s translation (it would show in English): "
+                "%r; translate it in the page's catalogue",
+                key,
+                app.config.language,
+                message,
+                location=env.docname,
+                type="bookbuild",
+                subtype="glued-phrase",
+            )
 
 
 class _With:
@@ -274,4 +347,5 @@ def lending(parse):
 def setup(app: Sphinx) -> dict:
     app.setup_extension("bookbuild.patches")  # applies lending, translations only
     app.connect("doctree-resolved", _extract_glued_prose)
+    app.connect("doctree-read", _warn_untranslated)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

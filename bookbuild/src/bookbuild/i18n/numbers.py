@@ -1,4 +1,4 @@
-"""Glued numbers written as the page's language writes them.
+r"""Glued numbers written as the page's language writes them.
 
 Problem: a number glued into the prose (``{glue:text}`key:,```) is formatted by
 Python, the English way: ``3,168``, ``0.174``. On a French page a reader takes
@@ -16,8 +16,16 @@ Only what is glued: a number a translator types is checked by
 ``python -m bookbuild.i18n.translations check``, and the numbers inside figures and
 code outputs stay as printed, shared by both languages.
 
-A post-transform rewrites the ``{glue:text}`` values of a page (after myst-nb
-has resolved the values pasted from other pages);
+Math too: on such a page every formula (typed in the source or a catalogue,
+or glued, such as a matrix of ``{glue:math}``) writes its decimal numbers with
+a comma that TeX does not space, ``2{,}3``, its thousands with a thin space,
+``4\,096``, and, where it has decimal commas, separates a list of numbers
+with a semicolon, ``(0{,}9\,; 0{,}1)``, as French typesetting does
+(:func:`localise_math`). The catalogues keep the formulas of the English
+source, as the check asks.
+
+A post-transform rewrites the ``{glue:text}`` values and the formulas of a
+page (after myst-nb has resolved the values pasted from other pages);
 :func:`~bookbuild.i18n.glue.fill` uses :func:`localise_value` for the values of
 a glued phrase, and :mod:`bookbuild.site.notebooks` for the notebooks' values.
 """
@@ -82,9 +90,35 @@ def localise_value(value: str, language: str | None) -> str:
     return localise_number(value, language)
 
 
+#: In a formula: a number with thousands grouped by commas (``4,096``), a
+#: decimal number (``2.3``; not a version ``2.13.0``), and a comma between
+#: two numbers of a list (``0.9, 0.1``).
+_MATH_THOUSANDS = re.compile(r"(?<![\w.,])\d{1,3}(?:,\d{3})+(?![\w.,])")
+_MATH_DECIMAL = re.compile(r"(?<![\w.])(\d+)\.(\d+)(?![\w.])")
+_MATH_LIST_COMMA = re.compile(r"(?<=\d),(?=\s*[-+]?\d)")
+#: TeX's way of each language, (thousands, decimal sign, list separator).
+MATH_STYLES = {"fr": (r"\,", "{,}", r"\,;")}
+
+
+def localise_math(latex: str, language: str | None) -> str:
+    """A formula with its numbers written the way of ``language``: in French,
+    ``2.3`` -> ``2{,}3``, ``4,096`` -> ``4\\,096``, and in a formula with
+    decimal commas, a list ``(0.9, 0.1)`` -> ``(0{,}9\\,; 0{,}1)``."""
+    style = MATH_STYLES.get(base_language(language))
+    if style is None:
+        return latex
+    thousands, decimal, separator = style
+    latex = _MATH_THOUSANDS.sub(lambda m: m.group(0).replace(",", thousands), latex)
+    localised = _MATH_DECIMAL.sub(rf"\1{decimal}\2", latex)
+    if localised != latex:  # decimal commas: a comma no longer separates numbers
+        localised = _MATH_LIST_COMMA.sub(lambda m: separator, localised)
+    return localised
+
+
 class LocaliseGluedNumbers(SphinxPostTransform):
     """On a page of a language with its own numbers: each ``{glue:text}`` value
-    that is a number, written that language's way."""
+    that is a number, and the numbers of every formula, written that language's
+    way."""
 
     default_priority = 6  # after myst-nb pastes values of other pages (5)
 
@@ -101,6 +135,13 @@ class LocaliseGluedNumbers(SphinxPostTransform):
             localised = localise_number(str(text), language)
             if localised != str(text):
                 node.replace(text, nodes.Text(localised))
+        for node in self.document.findall(
+            lambda n: isinstance(n, (nodes.math, nodes.math_block))
+        ):
+            for text in list(node.findall(nodes.Text)):
+                localised = localise_math(str(text), language)
+                if localised != str(text):
+                    text.parent.replace(text, nodes.Text(localised))
 
 
 def setup(app: Sphinx) -> dict:

@@ -179,6 +179,8 @@ LITERAL = re.compile(r"``(.+?)``|`([^`]+)`")
 FOOTNOTE = re.compile(r"\[\^([^\]\s]+)\]")
 LINK = re.compile(r"\]\(([^)\s]+)\)|href=\"([^\"]+)\"")
 PLACEHOLDER = re.compile(r"\{(\d+)\}")
+#: The format of a glued share, as a decimal or a percentage (``:.3f``, ``:.1%``).
+SHARE_FORMAT = re.compile(r":\.\d+[f%]$")
 NUMBER = re.compile(r"(?<![\w.,])\d+(?:[.,]\d+)*(?:e[-+]?\d+)?(?![\w])")
 #: A number as French writes it: groups of three digits after a no-break space
 #: (U+00A0 or U+202F), a decimal comma: "1\u202f024", "0,5".
@@ -204,7 +206,9 @@ def french_number(number: str) -> str:
 def markup(text: str, language: str = "en") -> Counter:
     """What a translation must keep of ``text``: roles (by target; glued values
     whole), math spans, inline code, footnote references, link targets, the
-    placeholders of a glued phrase (``{0}``) and every number."""
+    placeholders of a glued phrase (``{0}``) and every number. A glued share may
+    change its format between a decimal and a percentage (``:.3f``, ``:.1%``:
+    "0,976" reads better as "97,6 %" in French)."""
     kept: Counter = Counter()
     for role, content in ROLE.findall(text):
         if not role.startswith("glue"):
@@ -212,6 +216,8 @@ def markup(text: str, language: str = "en") -> Counter:
             content = explicit.group(2) if explicit else content
             if role == "term":
                 content = content.lower()
+        elif role == "glue:text":
+            content = SHARE_FORMAT.sub(":share", content.strip())
         kept[f"{{{role}}}`{content.strip()}`"] += 1
     rest = ROLE.sub(" ", text)
     for display, inline in MATH.findall(rest):
