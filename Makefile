@@ -132,16 +132,16 @@ check: $(INSTALLED) lint-js
 	$(BIN)/python -m pytest -m "$(CHECK_TESTS)" -n 2 -q --durations=15
 
 # Everything, as CI runs it (.ci/run), before a pull request: the linters, the
-# tests that need neither the whole book nor a browser on two workers (the slow
-# ones and the small books too), then the tests of the whole book and the
-# browser, in one process (they share one build of the book, and parallelise
+# tests that do not need the whole book on two workers (the slow ones, the small
+# books and the browser tests of test pages too), then the tests of the whole
+# book, in one process (they share one build of the book, and parallelise
 # inside themselves where the cores are idle).
 test: $(INSTALLED) lint-js
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m bookbuild.tools.chapter_code check
-	$(BIN)/python -m pytest -m "not book and not browser" -n 2 --dist loadgroup -q --durations=15
-	$(BIN)/python -m pytest -m "book or browser" --durations=15
+	$(BIN)/python -m pytest -m "not book" -n 2 --dist loadgroup -q --durations=15
+	$(BIN)/python -m pytest -m book --durations=15
 
 serve: book
 	@echo "Serving _build/html on http://127.0.0.1:$(PORT) (Ctrl-C to stop)"

@@ -3,8 +3,8 @@ and the same random state at the start of every test.
 
 Tiers (see CONTRIBUTING.md): ``make check`` runs every test that builds no book
 and starts no browser, selected by ``-m "not build and not browser and not slow"``;
-``make test`` runs them all, in two runs: ``-m "not book and not browser"`` on
-two workers (small books included), then ``-m "book or browser"``. A test that
+``make test`` runs them all, in two runs: ``-m "not book"`` on two workers
+(small books and test pages in a browser included), then ``-m book``. A test that
 builds a book, the whole one or a small one, is marked ``build`` here, from the
 fixtures it uses (BUILD_FIXTURES), or by hand with ``@pytest.mark.build`` when it
 calls ``build_book`` itself."""
