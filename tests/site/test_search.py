@@ -53,6 +53,7 @@ def test_the_folding_language_stems_a_word_typed_either_way():
     ]:
         assert french.stem(accented) == french.stem(plain), accented
     assert french.stem("requêtes") == SearchFrench({}).stem("requetes")
+    assert french.split("Dès là, l’œuvre") == ["Des", "la", "l", "œuvre"]
     assert {"été", "ete", "à"} <= french.stopwords
     folded = folding(SearchFrench)
     assert folding(folded) is folded  # never folded twice
@@ -164,6 +165,7 @@ ACCENTLESS = {
     "attention croisee": "attention croisée",
     "REQUETES": "requêtes",
     "cle": "clé",
+    "des le premier": "dès le premier",  # "dès" is "des", a stop word
 }
 
 

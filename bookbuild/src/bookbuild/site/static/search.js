@@ -3,24 +3,31 @@
 //
 // The index's words were stemmed without their accents, and its index entries
 // written without them (search_index.fold: NFD, combining marks removed, and
-// a typographic apostrophe as a keyboard's). Here
-// the query is folded the same way before Sphinx's own search (searchtools.js,
-// Sphinx 7.4) compares it, so that "requete", "tete" and "attention croisee"
-// find what "requête", "tête" and "attention croisée" find, in the same order:
-// - each word of the query, before the language's stemmer stems it;
+// a typographic apostrophe as a keyboard's). Here the query is folded the same
+// way before Sphinx's own search (searchtools.js, Sphinx 7.4) compares it, so
+// that "requete", "tete" and "attention croisee" find what "requête", "tête"
+// and "attention croisée" find, in the same order:
+// - each word of the query, before the language's stemmer stems it, and
+//   before it is compared with the stop words ("dès" is "des", one of them);
 // - the text Sphinx compares by lower-casing it (the query against the
 //   section titles and the index entries, object names, the text around a
 //   match in a summary): while its search runs, lower-casing also folds.
 //   Titles cannot be folded in the index: Sphinx shows them as they are
 //   written there.
-// Runs after searchtools.js, language_data.js and searchindex.js (loaded
-// before it in the page) and before the query (on DOMContentLoaded).
+// Deferred: runs once the page is parsed, so after searchtools.js,
+// language_data.js and searchindex.js (plain scripts of the page), and before
+// Sphinx runs the query of the address (on DOMContentLoaded).
 /* global Search */
 (() => {
   if (typeof Search === "undefined" || typeof Stemmer === "undefined") return;
 
   const fold = (text) =>
     text.replace(/[\u2018\u2019]/g, "'").normalize("NFD").replace(/\p{M}/gu, "");
+
+  const stopped = new Set(window.stopwords.map(fold));
+  window.stopwords = Object.assign([...window.stopwords], {
+    indexOf: (word) => (stopped.has(fold(word)) ? 0 : -1),
+  });
 
   const LanguageStemmer = window.Stemmer;
   window.Stemmer = function FoldingStemmer() {
