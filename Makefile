@@ -186,7 +186,7 @@ print-%:
 # installed into node_modules/ by npm ci when the lock changes): every script of
 # the project, which run in the reader's browser. Needs Node.js and npm; the book
 # itself does not.
-JS_FILES := $(wildcard src/qkv/page/static/*.js) bookbuild/src/bookbuild/site/static/bookbuild.js
+JS_FILES := $(wildcard src/qkv/page/static/*.js bookbuild/src/bookbuild/site/static/*.js)
 NODE_INSTALLED := node_modules/.installed
 
 $(NODE_INSTALLED): package-lock.json package.json

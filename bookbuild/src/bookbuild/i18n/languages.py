@@ -215,8 +215,12 @@ def _language_menu(app: Sphinx, pagename: str, templatename, context, doctree):
         buttons.append(
             {
                 "type": "javascript",
-                # Keep the reader's place: section ids are the same in every language.
-                "javascript": f"window.location.href='{href}'+window.location.hash",
+                # Keep the reader's place: section ids are the same in every
+                # language, and so is a query (search.html?q=..., ?highlight=).
+                "javascript": (
+                    f"window.location.href='{href}'"
+                    "+window.location.search+window.location.hash"
+                ),
                 "text": f"{name} ✓" if code == current else name,
                 "label": f"language-{code}",
             }

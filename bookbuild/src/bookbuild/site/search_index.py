@@ -1,6 +1,7 @@
-"""The search index keeps every page's index entries after an incremental build.
+"""The site's search: every page's index entries kept by an incremental build,
+accents ignored, and the glossary first for its own terms in every language.
 
-Problem: the site's search finds the glossary's terms through the index entries
+Problem 1: the site's search finds the glossary's terms through the index entries
 of ``searchindex.js``. Sphinx 7.4 rebuilds that file from the previous one plus
 the pages it writes again, but it reads back the previous words and titles only,
 not the index entries (Sphinx issue #12599). So after ``make book`` re-reads one
@@ -15,15 +16,132 @@ build writes the same file as a clean build of the same sources. The HTML
 builder's two methods are wrapped by :mod:`bookbuild.patches` (which checks the
 Sphinx version they were written for); the wrappers do nothing more than the
 originals in a build that does not load this extension.
+
+Problem 2: Sphinx's search is accent-sensitive. A French reader who types
+"requete", "tete" or "attention croisee" (no accents: a phone, a QWERTY
+keyboard) found nothing, or, for "tete", three pages through parts of other
+words; the stems of the index ("requêt", "têt") and of the query ("requet",
+"tet") differ.
+
+Answer: the language's own search class (Sphinx's French one, with its
+Snowball stemmer; in English, its English one), registered for this build
+with one change: the text's accents are removed before it is split into words
+and stemmed (:func:`fold`: Unicode NFD without the combining marks, and a
+keyboard's apostrophe for a typographic one), and the stop words are listed
+with and without theirs. The index entries are folded too (the search
+compares them with the query as text, never shows them). On the search page,
+``static/search.js`` folds the query the same way before Sphinx's own search
+compares it (stop words included); it also makes the comparison of section
+titles accent-blind while their display keeps its accents. The index's words
+then match whichever way a word is typed: "requêtes", "requetes" and
+"REQUETES" find the same pages, in the same order.
+
+Problem 3: the glossary is found first for its terms through its index entries,
+which Sphinx scores 100 when the query is the whole entry (at most 16 for a
+page's title, 5 for a word of its text). In French a term is translated as
+"masque causal (*causal mask*)", and its entry is that whole text: a query
+"masque causal" is less than half of it, the entry does not match, and the
+glossary came among the pages using the words, scored 5 like most of them and
+ordered by title: first for 32 of its 66 French terms only, down to 18th
+("tête" 16th, "requête" 17th, "masque causal" 10th); typed without accents,
+14 of the 25 terms that have some found nothing.
+
+Answer: a glossary entry of the form "term (English term)" is indexed as both
+terms, each of which matches itself exactly. The printed index
+(``genindex.html``) keeps the term as the glossary writes it.
+
+A change of what this module writes into the index changes
+``book_search_index_version`` (a configuration value of category ``html``),
+so that Sphinx writes every page again once, not only the edited ones: an
+index is never half of one version and half of another.
 """
 
 from __future__ import annotations
 
 import functools
+import re
+import unicodedata
 from collections.abc import Iterable
+from importlib import import_module
 from pathlib import Path
 
 from sphinx.application import Sphinx
+from sphinx.search import SearchLanguage, languages
+
+from bookbuild.site.style import FOLDER
+
+#: Changed whenever the words or entries written into the index change.
+INDEX_VERSION = "accents and apostrophes folded, glossary terms split, 2"
+#: The page that runs the search, and the script that folds its query.
+SEARCH_PAGE = "search"
+SEARCH_SCRIPT = "search.js"
+#: Typographic apostrophes (’ and ‘), written as a keyboard writes them.
+APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'"})
+
+
+def fold(text: str) -> str:
+    """``text`` without its accents: decomposed (NFD), its combining marks left
+    out (``"tête croisée"`` -> ``"tete croisee"``), and with a keyboard's
+    apostrophe for a typographic one (the page shows "poids d’attention", a
+    reader types "poids d'attention"); what ``static/search.js`` does to the
+    query."""
+    decomposed = unicodedata.normalize("NFD", text.translate(APOSTROPHES))
+    return "".join(c for c in decomposed if not unicodedata.category(c).startswith("M"))
+
+
+def folding(base: type[SearchLanguage]) -> type[SearchLanguage]:
+    """``base``, a Sphinx search language, splitting and stemming text without
+    its accents and knowing its stop words with and without them."""
+    if getattr(base, "folds_accents", False):
+        return base
+
+    class Folding(base):  # type: ignore[misc, valid-type]
+        folds_accents = True
+        stopwords = set(base.stopwords) | {fold(word) for word in base.stopwords}
+
+        def split(self, input: str) -> list[str]:  # noqa: A002 - the base's name
+            # Every word the indexer keeps, stemmed or not ("dès" is "des", a
+            # stop word, as for the page's script); the titles shown keep theirs.
+            return super().split(fold(input))
+
+        def stem(self, word: str) -> str:
+            return super().stem(fold(word))
+
+    Folding.__name__ = Folding.__qualname__ = f"Folding{base.__name__}"
+    return Folding
+
+
+def search_language(config) -> type[SearchLanguage] | None:
+    """The class registered for this build's language, found as Sphinx's
+    indexer finds it (``sphinx.search.IndexBuilder``); None for a language
+    Sphinx has none for (its indexer then uses English, unregistered)."""
+    lang = config.html_search_language or config.language or "en"
+    found = languages.get(lang) or languages.get(lang.split("_")[0])
+    if found is None:
+        return None
+    if isinstance(found, str):
+        module, name = found.rsplit(".", 1)
+        found = getattr(import_module(module), name)
+    return found
+
+
+_TERM_AND_ORIGINAL = re.compile(r"^(?P<term>.+?)\s+\((?P<original>[^()]+)\)$")
+
+
+def entries_to_index(
+    entries: Iterable[tuple[str, str, str]],
+) -> list[tuple[str, str, str]]:
+    """A page's index entries (entry, anchor, main) as the search should know
+    them: folded, and a glossary term "term (original)" as both terms."""
+    found: set[tuple[str, str, str]] = set()
+    for entry, anchor, main in entries:
+        match = _TERM_AND_ORIGINAL.match(entry)
+        if anchor.startswith("term-") and match:
+            texts = [match["term"], match["original"]]
+        else:
+            texts = [entry]
+        found.update((fold(text), anchor, main) for text in texts)
+    return sorted(found)
 
 
 def previous_entries(
@@ -62,7 +180,7 @@ def _restore_entries(builder, docnames: Iterable[str]) -> None:
 def _in_page_order(builder) -> None:
     entries = builder.indexer._index_entries
     ordered = sorted(
-        (docname, found)
+        (docname, entries_to_index(found))
         for docname, found in entries.items()
         if docname in builder.env.all_docs
     )
@@ -89,7 +207,8 @@ def restoring_entries(load_indexer):
 
 
 def in_page_order(dump_search_index):
-    """Wrap ``StandaloneHTMLBuilder.dump_search_index``: the entries in page order."""
+    """Wrap ``StandaloneHTMLBuilder.dump_search_index``: the entries in page
+    order, folded, a glossary term with its original as two entries."""
 
     @functools.wraps(dump_search_index)
     def dump_in_page_order(builder) -> None:
@@ -100,7 +219,33 @@ def in_page_order(dump_search_index):
     return dump_in_page_order
 
 
+# -- accents ------------------------------------------------------------------------
+
+
+def _folding_language(app: Sphinx) -> None:
+    """The build's search language, folding accents, for this build only."""
+    base = search_language(app.config)
+    if base is not None:
+        app.add_search_language(folding(base))
+        app.connect("build-finished", lambda app, exc: app.add_search_language(base))
+
+
+def _static_folder(app: Sphinx) -> None:
+    # The folder bookbuild.site.style also adds, once (a book may load either).
+    if str(FOLDER) not in map(str, app.config.html_static_path):
+        app.config.html_static_path = [*app.config.html_static_path, str(FOLDER)]
+
+
+def _search_script(app: Sphinx, pagename: str, templatename, context, doctree):
+    if pagename == SEARCH_PAGE:
+        app.add_js_file(SEARCH_SCRIPT, loading_method="defer")  # this page only
+
+
 def setup(app: Sphinx) -> dict:
     # Applies restoring_entries and in_page_order.
     app.setup_extension("bookbuild.patches")
+    app.add_config_value("book_search_index_version", INDEX_VERSION, "html", [str])
+    app.connect("builder-inited", _folding_language)
+    app.connect("builder-inited", _static_folder)
+    app.connect("html-page-context", _search_script)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
