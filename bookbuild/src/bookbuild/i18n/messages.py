@@ -32,6 +32,8 @@ FRENCH: dict[str, str] = {
     "version": "version",
     "Chapter label: {label}": f"Étiquette du chapitre{NNBSP}: {{label}}",
     "This language's edition": "Édition française",
+    # ... and within the one-line reference: "In <title>, <edition>, version"
+    "this language's edition": "édition française",
     "Version {version}": "Version {version}",
     "Version {version}, commit {commit}": "Version {version}, commit {commit}",
     "The book": "Le livre",
@@ -75,6 +77,8 @@ FRENCH: dict[str, str] = {
     "Tip": "Astuce",
     "Important": "Important",
     "Warning": "Attention",
+    # bookbuild.site.edition: the logo's alt text (the theme's is "<title> - Home")
+    "{title} - Home": "{title} – Accueil",
     # bookbuild.site.build_info: every footer
     "built {date}": "construit le {date}",
     # bookbuild.i18n.languages: the language switcher

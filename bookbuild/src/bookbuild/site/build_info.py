@@ -109,7 +109,7 @@ def _footer(app: Sphinx, config) -> None:
     _ = gettext(config.language)  # the footer in the page's language
     stamp = build_time().strftime("%Y-%m-%d")
     footer = (
-        f"Attention, Computed {installed('qkv')} · commit "
+        f"{config.html_title} {installed('qkv')} · commit "
         f"{commit(Path(app.srcdir), mark_changes=False)} · "
         f"{_('built {date}').format(date=stamp)} · torch {installed('torch')}"
     )

@@ -8,9 +8,14 @@ Answer: one function, :func:`chapter_entry`, writes a chapter's reference from
 ``CITATION.cff`` (title, authors, version, year), the commit it was built from,
 the chapter's number as the table of contents gives it, its stable label and,
 when the book has a public address (``html.baseurl`` in ``_config.yml``, which
-the publishing workflow fills), its URL; in a translated build, the address of
-the page in that language, and a note and a ``language`` field that say which
-edition it is. This Sphinx extension uses it twice:
+the publishing workflow fills), its URL; in a translated build, the edition's
+own title (``book_citation_title`` of its ``book_i18n_overrides``, else its
+``html_title``) as the title and ``booktitle``, the original one as
+``origtitle``, its own name for the authors (its ``author``), the address
+of the page in that language, and a note and a ``language`` field that say
+which edition it is; the one-line reference names the edition too (« Dans
+L’attention, calculée, édition française, version … »). This Sphinx extension
+uses it twice:
 
 * every lesson page ends with a folded "Cite this chapter" box: a one-line
   reference and the BibTeX entry (with the theme's copy button);
@@ -56,20 +61,33 @@ class Book:
     url: str  # the site's address (of this language's edition), "" when none
     commit: str = ""  # the commit built, "" outside a git checkout
     language: str = ""  # "fr" in a translated edition, "" in the root language
+    original_title: str = ""  # a translated edition's: the root language's title
 
     @classmethod
     def read(
-        cls, root: Path, url: str = "", commit: str = "", language: str = ""
+        cls,
+        root: Path,
+        url: str = "",
+        commit: str = "",
+        language: str = "",
+        title: str = "",
+        authors: list[str] | None = None,
     ) -> Book:
+        """The book of ``CITATION.cff``; in a translated edition (``language``),
+        under that edition's ``title`` and ``authors`` when it has its own."""
         citation = yaml.safe_load((Path(root) / "CITATION.cff").read_text("utf-8"))
+        own = bool(language and title and title != citation["title"])
+        if not (language and authors):
+            authors = [a.get("name") or _person(a) for a in citation["authors"]]
         return cls(
-            title=citation["title"],
-            authors=[a.get("name") or _person(a) for a in citation["authors"]],
+            title=title if own else citation["title"],
+            authors=authors,
             version=str(citation["version"]),
             year=str(citation["date-released"])[:4],
             url=url.rstrip("/"),
             commit="" if commit == "unknown" else commit,
             language=language,
+            original_title=citation["title"] if own else "",
         )
 
     @property
@@ -95,6 +113,8 @@ def _notes(book: Book, *first: str) -> list[str]:
     if book.language:
         language = BIBTEX_LANGUAGES.get(book.language, book.language)
         fields.append(f"  language = {{{language}}},")
+    if book.original_title:  # biblatex's field for the title of the original
+        fields.append(f"  origtitle = {{{book.original_title}}},")
     return fields
 
 
@@ -142,13 +162,16 @@ def chapter_entry(
 def chapter_reference(
     book: Book, page: str, number: str, title: str, language: str = "en"
 ) -> str:
-    """A one-line reference for a slide: authors, year, chapter, book, version."""
+    """A one-line reference for a slide: authors, year, chapter, book (and, in a
+    translated edition, which edition), version."""
     _ = gettext(language)
     where = f" {book.url}/{page}.html" if book.url else ""
     quoted = _("“{title}”").format(title=title)
+    edition = ", " + _("this language's edition") if book.language else ""
     return (
         f"{_(' and ').join(book.authors)} ({book.year}). {_('Chapter')} {number}, "
-        f"{quoted}. {_('In')} {book.title}, {_('version')} {book.version}.{where}"
+        f"{quoted}. {_('In')} {book.title}{edition}, {_('version')} "
+        f"{book.version}.{where}"
     )
 
 
@@ -190,12 +213,20 @@ def _book(app) -> Book:
 
     root = book_root(app.srcdir)
     translated = "book_languages" in app.config and is_translation(app.config)
+    language = base_language(app.config.language) if translated else ""
+    # What the edition's overrides name its own (book_i18n_overrides).
+    own = (app.config.book_i18n_overrides or {}).get(language, {}) if language else {}
     return Book.read(
         root,
+        # In a translation, the address of its folder (bookbuild.i18n.languages).
         app.config.html_baseurl or "",
         # As the footer gives it: the same on every page of one commit.
         commit(root, mark_changes=False),
-        base_language(app.config.language) if translated else "",
+        language,
+        # The edition's full title, else the title of its pages.
+        own.get("book_citation_title") or own.get("html_title", ""),
+        # The authors as the edition's footer names them ("author").
+        [own["author"]] if own.get("author") else None,
     )
 
 
@@ -347,6 +378,8 @@ def _one_page_build(app, config) -> None:
 
 def setup(app) -> dict:
     app.setup_extension("bookbuild.site.style")  # the box's style
+    # A translated edition's full title, set in its book_i18n_overrides.
+    app.add_config_value("book_citation_title", "", "html", [str])
     app.connect("config-inited", _one_page_build)
     app.add_node(citations_node)
     app.add_directive("citations", Citations)

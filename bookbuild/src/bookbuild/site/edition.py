@@ -1,4 +1,5 @@
-"""The student edition: the same book without the solutions.
+"""The editions of the book: the student edition (without the solutions), and
+what makes a translated edition's pages its own (its sources and its brand).
 
 Problem: sphinx-exercise's ``hide_solutions`` crashes the build when solutions use
 the gated form (``solution-start`` / ``solution-end``), which the book needs for
@@ -14,11 +15,37 @@ the same numbers. ``make book EDITION=student`` builds it into
 (``html_copy_source = False``) and the theme's button that would serve them is
 left out; the ".pdf" button (the browser's print) and the chapter's notebook
 (without solutions, :mod:`bookbuild.site.notebooks`) stay.
+
+Problem: in a translated edition (``_build/html/fr``), the theme's "download the
+source" button (« Télécharger le fichier source ») serves ``_sources/<page>.md``,
+which Sphinx copies from the English source: a French reader gets the English
+chapter.
+
+Answer: when a translated build finishes, each page's copy in ``_sources`` is
+its Markdown with the prose translated from the page's catalogue (the messages
+Sphinx itself used, :func:`bookbuild.i18n.languages.catalogue`), block by
+block with :func:`bookbuild.i18n.translations.translate_markdown`, as the
+chapter's notebook is (:mod:`bookbuild.site.notebooks`): headings,
+paragraphs, list items, captions, alt texts and titles; glue roles, math and
+links are kept as the translator kept them. The front matter and the code cells
+are left as they are (the code is the same in both editions). A copy already
+translated by an earlier build is left alone: Sphinx copies the English source
+again only for a page it writes again (its source or its catalogue changed).
+Cost: about 1.2 s of CPU for the whole book in a cold French build (compiling
+each message's pattern), nothing for a page left as it was.
+
+And its brand: a translated edition's title and logo are its own
+(``html_title`` and ``html_logo`` of ``book_i18n_overrides`` in ``_config.yml``:
+``img/logo-fr.svg`` reads « L’attention, calculée »); under the logo, the name
+of the edition (« Édition française », :mod:`bookbuild.i18n.messages`), and the
+logo's alt text in the page's language (the theme's own is "<title> - Home").
+Its citations say the same (:mod:`bookbuild.site.citation`).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -26,6 +53,8 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.transforms import SphinxTransform
 from sphinx_exercise.nodes import solution_node
+
+from bookbuild.i18n.messages import gettext
 
 
 def edition() -> str:
@@ -77,11 +106,85 @@ def drop_source_button(app: Sphinx, pagename, templatename, context, doctree) ->
             ]
 
 
+def brand(app: Sphinx, config) -> None:
+    """A translated edition: the edition's name under the logo, and the logo's
+    alt text in its language (after ``book_i18n_overrides``, which set its title
+    and logo)."""
+    from bookbuild.i18n.languages import is_translation
+
+    if "book_languages" not in config or not is_translation(config):
+        return
+    _ = gettext(config.language)
+    options = dict(config.html_theme_options or {})
+    logo = dict(options.get("logo") or {})
+    logo.setdefault("text", _("This language's edition"))
+    logo.setdefault("alt_text", _("{title} - Home").format(title=config.html_title))
+    config.html_theme_options = {**options, "logo": logo}
+
+
+#: What of a chapter's Markdown is never translated: the front matter, and the
+#: code cells (their source is the same in every edition).
+UNTRANSLATED = re.compile(
+    r"\A---\n.*?^---[ \t]*$"  # the front matter
+    r"|^(?P<fence>`{3,}|~{3,})\{code-cell\}.*?^(?P=fence)[ \t]*$",  # a code cell
+    re.M | re.S,
+)
+
+
+def translate_source(text: str, messages: dict[str, str]) -> str:
+    """A page's MyST Markdown with its prose translated by ``messages`` (the
+    page's catalogue, English -> translation); front matter and code as they are."""
+    from bookbuild.i18n.translations import translate_markdown
+
+    if not messages:
+        return text
+    kept: list[str] = []
+
+    def keep(match: re.Match) -> str:
+        kept.append(match[0])
+        return f"\x02{len(kept) - 1}\x02"
+
+    # One call for the whole page (each call compiles its messages' patterns).
+    translated = translate_markdown(UNTRANSLATED.sub(keep, text), messages)
+    return re.sub("\x02(\\d+)\x02", lambda match: kept[int(match[1])], translated)
+
+
+def translate_sources(app: Sphinx, exception) -> None:
+    """A translated edition: each page's copy in ``_sources`` (what the theme's
+    "download the source" button serves) translated, unless done already."""
+    from bookbuild.i18n.languages import catalogue, is_translation
+
+    if exception is not None or app.builder.format != "html":
+        return
+    if "book_languages" not in app.config or not is_translation(app.config):
+        return
+    if not app.config.html_copy_source:
+        return
+    folder = Path(app.outdir) / "_sources"
+    link_suffix = app.config.html_sourcelink_suffix  # "" in Jupyter Book
+    for docname in sorted(app.env.found_docs):
+        source = Path(app.env.doc2path(docname))
+        # Where Sphinx copied it (StandaloneHTMLBuilder.get_doc_context).
+        name = docname + source.suffix
+        copy = folder / (name if source.suffix == link_suffix else name + link_suffix)
+        if not copy.is_file() or not source.is_file():
+            continue
+        english = source.read_text(encoding="utf-8")
+        if copy.read_text(encoding="utf-8") != english:
+            continue  # translated by an earlier build, and not copied again since
+        translated = translate_source(english, catalogue(app.env, app.config, docname))
+        if translated != english:
+            copy.write_text(translated, encoding="utf-8")
+
+
 def setup(app: Sphinx) -> dict:
     app.add_config_value("qkv_edition", edition(), "env", [str])
     app.add_transform(RemoveSolutions)
     app.connect("config-inited", keep_sources_out)
+    # After bookbuild.i18n.languages' overrides (priority 300): the edition's title.
+    app.connect("config-inited", brand, priority=400)
     app.connect("build-finished", remove_old_sources)
+    app.connect("build-finished", translate_sources)
     # After the theme's add_header_buttons (priority 501), before the page is written.
     app.connect("html-page-context", drop_source_button, priority=502)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
