@@ -207,6 +207,10 @@ glue("answer", 42, display=False)
 The answer is {glue:text}`answer`.
 
 See the section {ref}`lesson-top` again.
+
+A paragraph of three lines, left in English,
+that refers, on its third line,
+to {ref}`no-such-label`, which does not exist.
 """
 )
 FRENCH = {
@@ -243,13 +247,14 @@ def faulty_french(tmp_path_factory):
         text=True,
         timeout=600,
     )
-    assert extracted.returncode == 0, extracted.stdout[-3000:] + extracted.stderr
+    # (it fails, strict, on the English reference: its messages are written)
+    assert (root / "_build" / "gettext" / "lesson.pot").is_file(), extracted.stdout
     for pot in (root / "_build" / "gettext").glob("*.pot"):
         with open(pot, "rb") as handle:
             catalogue = read_po(handle)
         for message in catalogue:
             if message.id:
-                message.string = FRENCH[message.id]
+                message.string = FRENCH.get(message.id, "")
         po = root / "locales" / "fr" / "LC_MESSAGES" / f"{pot.stem}.po"
         po.parent.mkdir(parents=True, exist_ok=True)
         with open(po, "wb") as handle:
@@ -291,11 +296,14 @@ def test_a_translated_messages_warnings_name_the_catalogue_its_line_and_language
     ), french[-3000:]
     assert "<translated>" not in french
     assert "lesson.md:1: WARNING" not in french
-    # Every warning of the build is that of a French message, at its catalogue.
-    warnings = re.findall(r"^.*WARNING: .*$", plain(first.output), re.M)
-    assert {w.split(" (fr): ")[0] for w in warnings} == {
+    # The others: the English reference, on its own line (not its paragraph's).
+    english = line_of(LESSON, "to {ref}`no-such-label`")
+    assert english == line_of(LESSON, "A paragraph of three lines") + 2
+    warnings = re.findall(r"^(.*?): WARNING: .*$", plain(first.output), re.M)
+    assert {w.split(" (fr)")[0].replace(str(root), "") for w in warnings} == {
         f"locales/fr/LC_MESSAGES/lesson.po:{glue_line}",
         f"locales/fr/LC_MESSAGES/lesson.po:{ref_line}",
+        f"/lesson.md:{english}",
     }, warnings
 
 
@@ -308,13 +316,12 @@ def test_a_page_that_warned_leaves_the_site_and_fails_the_next_build_again(
     again, warns again, and is not left in the site as if current."""
     _, first, pages, again = faulty_french
     assert pages == {
-        "lesson.html": True,  # the English page built, no warning
+        "lesson.html": False,
         "fr/lesson.html": False,
         "index.html": True,
         "fr/index.html": True,
     }
     assert again.returncode != 0, again.output[-3000:]
-    warnings = re.findall(r"^.*WARNING: .*$", plain(again.translations_output), re.M)
-    assert warnings == re.findall(
-        r"^.*WARNING: .*$", plain(first.translations_output), re.M
-    )
+    warnings = sorted(re.findall(r"^.*WARNING: .*$", plain(again.output), re.M))
+    assert warnings == sorted(re.findall(r"^.*WARNING: .*$", plain(first.output), re.M))
+    assert len(warnings) == 4  # the English reference in both languages

@@ -14,12 +14,19 @@ page in the site. So each page that raised a warning is deleted at the end of
 a strict build (``-W``: a warning fails it), its HTML and its doctree: the
 next build reads it again and warns again until it is fixed (a warning that
 names no page: every page is read again).
+
+A reference inside a paragraph carries the paragraph's first line (MyST gives
+inline markup no line of its own), so a broken one was reported lines away
+from it: each reference of a page is given the line of the file where its text
+is (:func:`_reference_lines`).
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import shutil
+from collections import Counter
 from pathlib import Path
 
 from sphinx.application import Sphinx
@@ -49,6 +56,37 @@ class _PagesThatWarned(logging.Filter):
         else:
             self.unplaced += 1
         return True
+
+
+#: The text of a reference as the page writes it: a role's `target`, a link's (target).
+_ROLE_TEXT = re.compile(r"`([^`\n]+)`")
+
+
+def _reference_lines(app: Sphinx, doctree) -> None:
+    """Each reference of the page read (not of a translated message) at the
+    line of the file that holds its text: the n-th reference with the same
+    text and paragraph at the n-th place it appears from the paragraph on."""
+    from sphinx import addnodes
+
+    path = Path(app.env.doc2path(app.env.docname))
+    if not path.is_file():
+        return
+    lines = path.read_text(encoding="utf-8").splitlines()
+    seen: Counter = Counter()
+    for node in doctree.findall(addnodes.pending_xref):
+        if not node.line or not node.source or Path(node.source) != path:
+            continue
+        role = _ROLE_TEXT.search(node.rawsource or "")
+        text = f"`{role.group(1)}`" if role else f"({node.get('reftarget', '')})"
+        if text in ("``", "()"):
+            continue
+        nth = seen[node.line, text]
+        seen[node.line, text] += 1
+        for number in range(node.line - 1, len(lines)):
+            nth -= lines[number].count(text)
+            if nth < 0:
+                node.line = number + 1
+                break
 
 
 def _remove_reports(app: Sphinx) -> None:
@@ -83,4 +121,5 @@ def setup(app: Sphinx) -> dict:
     app.connect("builder-inited", _remove_reports)
     app.connect("builder-inited", _watch_warnings)
     app.connect("build-finished", _forget_pages_that_warned)
+    app.connect("doctree-read", _reference_lines)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
