@@ -184,7 +184,7 @@ def failure_report(project_nb, error, root: Path | None = None) -> str:
     source = cell.source.splitlines() or [""]
     first = _cell_start(path, project_nb.nb, index, source)
     line = getattr(error, "failed_line", None)
-    if isinstance(error, Exception) and "Timeout" in type(error).__name__:
+    if "Timeout" in type(error).__name__:  # nbclient's CellTimeoutError
         where = f"{shown}:{first}" if first else f"{shown}"
         what = f"timed out in code cell {number}"
     elif line and 0 < line <= len(source):
@@ -194,7 +194,8 @@ def failure_report(project_nb, error, root: Path | None = None) -> str:
         where = f"{shown}:{first}" if first else f"{shown}"
         what = f"failed in code cell {number}"
     lines = [f"prefill: {where}: {what}: {last}"]
-    lines.append(f"  the cell begins (line {first}): {source[0].strip()}")
+    at = f" (line {first})" if first else ""
+    lines.append(f"  the cell begins{at}: {source[0].strip()}")
     if line and 1 < line <= len(source):
         lines.append(f"  the failing line: {source[line - 1].strip()}")
     return "\n".join(lines)

@@ -282,7 +282,7 @@ def parsing_message(source: str, text: str):
     tag = _Tag(source, text)
     handlers = list(logging.getLogger("sphinx").handlers)
     for handler in handlers:
-        handler.addFilter(tag)
+        handler.filters.insert(0, tag)  # before CatalogueLocations reads it
     try:
         yield
     finally:
@@ -360,9 +360,13 @@ class CatalogueLocations(logging.Filter):
 
     def filter(self, record) -> bool:
         try:
-            found = self.source(record)
+            return self.rewrite(record)
         except Exception:  # a report must never break the build
             return True
+
+    def rewrite(self, record) -> bool:
+        """Point ``record`` at the catalogue; False for a warning already shown."""
+        found = self.source(record)
         if found is None:
             return True
         source, text = found
