@@ -186,6 +186,9 @@ def test_a_message_is_found_by_its_translation_or_its_english_line(tmp_path):
     assert catalogue_line(po, "Titre\n==========", 3) == lines["Title"]
     assert catalogue_line(po, "Voir   {ref}`b`.", None) == lines["See {ref}`a`."]
     assert catalogue_line(po, None, 5, ["d"]) == lines["Two {ref}`c`."]
+    # The catalogue's lines are those of an older English: the target decides.
+    assert catalogue_line(po, None, 7, ["d"]) == lines["Two {ref}`c`."]
+    assert catalogue_line(po, None, 4, []) is None  # no line, no target: no guess
     assert catalogue_line(po, None, 9) is None  # a fuzzy message is not used
     assert catalogue_line(tmp_path / "none.po", "Titre", 3) is None
 

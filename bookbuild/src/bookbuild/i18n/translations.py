@@ -309,8 +309,10 @@ def catalogue_line(
     po: Path, text: str | None, english_line: int | None, words: list[str] = ()
 ) -> int | None:
     """The line of the message in ``po`` whose translation is ``text`` (as
-    Sphinx parsed it: a title underlined); without the text, the message of
-    that English line, narrowed by ``words`` of the warning found in it."""
+    Sphinx parsed it: a title underlined); without the text, the message that
+    holds the ``words`` of the warning (a reference's target) and comes from
+    that English line, or the nearest to it (the catalogue's lines may be
+    those of an older English); None when none is found."""
     if not Path(po).is_file():
         return None
     entries = _entries(Path(po), Path(po).stat().st_mtime)
@@ -321,12 +323,14 @@ def catalogue_line(
             lines = lines[:-1]  # Sphinx's underline of a translated title
         wanted = " ".join(" ".join(lines).split())
         found = [e for e in entries if " ".join(e[2].split()) == wanted]
-    if not found and english_line is not None:
-        found = [e for e in entries if english_line in e[1]]
-    narrowed = [e for e in found if all(word in e[2] for word in words)]
-    found = narrowed or found
+    if not found:
+        holding = [e for e in entries if words and all(w in e[2] for w in words)]
+        at_line = [e for e in entries if english_line in e[1]]
+        found = [e for e in holding if e in at_line] or holding or at_line
     if len(found) > 1 and english_line is not None:
-        found = [e for e in found if english_line in e[1]] or found
+        found.sort(
+            key=lambda e: min((abs(n - english_line) for n in e[1]), default=1e9)
+        )
     return found[0][0] if found else None
 
 
