@@ -14,8 +14,14 @@ Kernels are forked from a process that has imported torch already
 (``bookbuild.execute.kernels``), and each gets one torch thread
 (``OMP_NUM_THREADS=1``), so kernels do not fight over the cores. Sphinx then finds
 every chapter in the cache.
-A chapter that fails here is not cached: Sphinx executes it again and reports the
-error, so the strict build still fails on it.
+A chapter that fails here is not cached, and the build stops after the prefill
+(exit code 1): each failing chapter is reported once, where it failed
+(:func:`failure_report`: the file, the code cell and its first line, the line
+in the cell and in the file, the error's last line), and Sphinx never executes
+it again (a strict build would run it twice more, English and French, for the
+same error). Its pages from an earlier build, in every language, are deleted
+with their doctrees (:func:`forget_pages`): nothing of the site looks current
+for a chapter that does not run, and Sphinx reads it again once it does.
 
 Every kernel gets the book's kernel environment (:mod:`bookbuild.execute.kernel_config`:
 the same string hashes in every build, short tracebacks). Before a chapter is
@@ -41,6 +47,7 @@ import sys
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from functools import cache
 from pathlib import Path
 
 import yaml
@@ -71,12 +78,11 @@ def execute(project_nb, execution: dict, manager=WarmKernelManager):
     warm kernels are given up for the rest of the build.
     """
     from jupyter_cache.executors.utils import ExecutionResult
-    from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
     cwd = str(Path(project_nb.uri).parent)
     notebook = project_nb.nb  # executed in place (a retry clears each output)
-    client = NotebookClient(
+    client = client_class()(
         notebook,
         timeout=execution.get("timeout", 30),
         allow_errors=execution.get("allow_errors", False),
@@ -89,6 +95,8 @@ def execute(project_nb, execution: dict, manager=WarmKernelManager):
         client.execute()
     except (CellExecutionError, CellTimeoutError) as cell_error:
         error, trace = cell_error, traceback.format_exc()  # the chapter's own
+        error.failed_cell = client.failed_cell  # where (failure_report)
+        error.failed_line = client.failed_line
     except Exception as kernel_error:  # a kernel that did not start, or died
         # nbclient leaves its clean-up registered when a kernel fails to start.
         atexit.unregister(client._cleanup_kernel)
@@ -101,6 +109,145 @@ def execute(project_nb, execution: dict, manager=WarmKernelManager):
         error, trace = kernel_error, traceback.format_exc()
     result = ExecutionResult(notebook, cwd, time.perf_counter() - start, error, trace)
     return project_nb, result
+
+
+#: Asked of a kernel whose cell just failed: the (file, line) of each frame of
+#: the error that ran code of a cell, outermost first (the cell's own frame
+#: first); a SyntaxError has none, only its line.
+FAILING_FRAMES = (
+    "[(f.filename, f.lineno) for f in __import__('traceback').extract_tb("
+    "__import__('sys').last_traceback) if f.filename in "
+    "get_ipython().compile._filename_map] or "
+    "[(None, getattr(__import__('sys').last_value, 'lineno', None))]"
+)
+
+
+@cache
+def client_class():
+    """nbclient's ``NotebookClient`` that remembers which cell failed and,
+    before the kernel is shut down, asks it on which line of that cell (the
+    book's kernels show the error alone, no traceback: kernel_config)."""
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError
+
+    class Client(NotebookClient):
+        failed_cell: int | None = None
+        failed_line: int | None = None
+
+        async def async_execute_cell(self, cell, cell_index, *args, **kwargs):
+            try:
+                return await super().async_execute_cell(
+                    cell, cell_index, *args, **kwargs
+                )
+            except (CellExecutionError, CellTimeoutError) as error:
+                self.failed_cell = cell_index
+                if isinstance(error, CellExecutionError):
+                    self.failed_line = await self.line_of_error()
+                raise
+
+        async def line_of_error(self) -> int | None:
+            """The line of the failing cell where the error arose: in a
+            function the cell defines, the innermost; else the cell's own."""
+            import ast
+
+            try:
+                msg_id = self.kc.execute(
+                    "",
+                    silent=True,
+                    store_history=False,
+                    user_expressions={"frames": FAILING_FRAMES},
+                )
+                reply = await self.async_wait_for_reply(msg_id)
+                found = reply["content"]["user_expressions"]["frames"]
+                frames = ast.literal_eval(found["data"]["text/plain"])
+            except Exception:  # no line is better than no report
+                return None
+            cell_file = frames[0][0]
+            return [line for name, line in frames if name == cell_file][-1]
+
+    return Client
+
+
+def failure_report(project_nb, error, root: Path | None = None) -> str:
+    """Where a chapter failed, in a few lines: the file, the code cell (its
+    number among the chapter's code cells, its first line), the failing line
+    in the cell and in the file, the error's last line."""
+    path = Path(project_nb.uri)
+    shown = path.relative_to(root) if root and path.is_relative_to(root) else path
+    last = _last_line(error)
+    index = getattr(error, "failed_cell", None)
+    cells = project_nb.nb.cells
+    if index is None or index >= len(cells):
+        return f"prefill: {shown} failed: {last}"
+    cell = cells[index]
+    number = sum(c.cell_type == "code" for c in cells[: index + 1])
+    source = cell.source.splitlines() or [""]
+    first = _cell_start(path, project_nb.nb, index, source)
+    line = getattr(error, "failed_line", None)
+    if "Timeout" in type(error).__name__:  # nbclient's CellTimeoutError
+        where = f"{shown}:{first}" if first else f"{shown}"
+        what = f"timed out in code cell {number}"
+    elif line and 0 < line <= len(source):
+        where = f"{shown}:{first + line - 1}" if first else f"{shown}"
+        what = f"failed in code cell {number}, line {line} of the cell"
+    else:
+        where = f"{shown}:{first}" if first else f"{shown}"
+        what = f"failed in code cell {number}"
+    lines = [f"prefill: {where}: {what}: {last}"]
+    at = f" (line {first})" if first else ""
+    lines.append(f"  the cell begins{at}: {source[0].strip()}")
+    if line and 1 < line <= len(source):
+        lines.append(f"  the failing line: {source[line - 1].strip()}")
+    return "\n".join(lines)
+
+
+def _last_line(error) -> str:
+    """The error's last line, ``ValueError: ...`` (a cell's error as the
+    kernel named it)."""
+    ename = getattr(error, "ename", None)
+    if ename:
+        evalue = (getattr(error, "evalue", "") or "").strip().splitlines()
+        return f"{ename}: {evalue[-1]}" if evalue else ename
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[-1]}" if text else type(error).__name__
+
+
+def _cell_start(path: Path, notebook, index: int, source: list[str]) -> int | None:
+    """The line of the file where the cell's code begins (1-based), found from
+    the reader's source map (the cell's fence) and the code itself."""
+    starts = notebook.metadata.get("source_map") or []
+    if index >= len(starts) or not path.is_file():
+        return None
+    lines = path.read_text(encoding="utf-8").splitlines()
+    fence = max(starts[index] - 1, 0)
+    for number in range(fence, len(lines)):
+        if lines[number : number + len(source)] == source:
+            return number + 1
+        if number > fence and lines[number].lstrip().startswith(("```", "~~~")):
+            break  # the cell's end: the code was not found as it is
+    return fence + 1
+
+
+def forget_pages(root: Path, page: str) -> list[Path]:
+    """Delete ``page``'s HTML (``book/masking``) in every built site and
+    language (``_build/html``, ``_build/html/fr``, the student edition's) and
+    its doctrees, so that nothing looks current for a page that failed, and
+    Sphinx reads it again; the deleted files."""
+    build = Path(root) / "_build"
+    sites = [build / "html", *build.glob("*/_build/html")]
+    doctrees = [*build.glob(".doctrees*"), *build.glob("*/_build/.doctrees*")]
+    found = [
+        *(
+            p
+            for site in sites
+            for p in (site / f"{page}.html", *site.glob(f"*/{page}.html"))
+        ),
+        *(folder / f"{page}.doctree" for folder in doctrees),
+    ]
+    deleted = [p for p in found if p.is_file()]
+    for path in deleted:
+        path.unlink()
+    return deleted
 
 
 def join_streams(notebook) -> None:
@@ -124,15 +271,18 @@ def join_streams(notebook) -> None:
             cell["outputs"] = joined
 
 
-def store(cache, project_nb, result) -> int:
-    """Cache a chapter that ran, or record its traceback (as jupyter-cache's own
-    executors do); 0 when cached."""
+def store(cache, project_nb, result, root: Path | None = None) -> int:
+    """Cache a chapter that ran; or report where it failed, record its traceback
+    (as jupyter-cache's own executors do) and forget its pages; 0 when cached."""
     from jupyter_cache.cache.db import NbProjectRecord
     from jupyter_cache.executors.utils import create_cache_bundle
 
     if result.err is not None:
-        print(f"prefill: {Path(project_nb.uri).stem} failed: {result.err!r}")
+        print(failure_report(project_nb, result.err, root), flush=True)
         NbProjectRecord.set_traceback(project_nb.uri, result.exc_string, cache.db)
+        if root is not None:
+            page = Path(project_nb.uri).relative_to(root).with_suffix("")
+            forget_pages(root, page.as_posix())
         return 1
     join_streams(project_nb.nb)  # executed in place
     bundle = create_cache_bundle(project_nb, result.cwd, None, result.time, None)
@@ -188,7 +338,7 @@ def main(root: Path) -> int:
         runs = [pool.submit(execute, nb, execution) for nb in notebooks]
         for done, run in enumerate(as_completed(runs), 1):
             project_nb, result = run.result()
-            outcomes.append((store(cache, project_nb, result), project_nb.uri))
+            outcomes.append((store(cache, project_nb, result, root), project_nb.uri))
             status = "failed" if result.err is not None else f"{result.time:.1f} s"
             print(
                 f"prefill: [{done}/{len(runs)}] {Path(project_nb.uri).stem} ({status})",
@@ -206,12 +356,13 @@ def main(root: Path) -> int:
         f"{WarmKernelManager.launches['forked']} forked from the warm process, "
         f"{WarmKernelManager.launches['ordinary']} ordinary)"
         + (
-            f"; Sphinx will report: {', '.join(Path(f).stem for f in failed)}"
+            f"; the build stops here: fix {', '.join(Path(f).stem for f in failed)}"
+            " (where each failed is above)"
             if failed
             else ""
         )
     )
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -46,6 +46,8 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
+from bookbuild.i18n.translations import parsing_message, point_warnings_at_catalogues
+
 logger = logging.getLogger(__name__)
 
 KEY = "bookbuild_nb_renderer"
@@ -327,19 +329,24 @@ def lending(parse):
     def parse_with_renderer(self, inputstring, document):
         env = document.settings.env
         if document.current_source.endswith("<translated>"):
-            renderer = env.temp_data.get(KEY)
-            if renderer is None or "nb_renderer" in document:
-                return parse(self, inputstring, document)
-            document["nb_renderer"] = renderer
-            try:
-                return parse(self, inputstring, document)
-            finally:
-                document.attributes.pop("nb_renderer", None)
+            # Its warnings (a glue key no cell glued) point at its catalogue.
+            with parsing_message(document.current_source, inputstring):
+                return parse_translated(self, inputstring, document, env)
         document.attributes = _KeepRenderer(document.attributes, env)
         try:
             return parse(self, inputstring, document)
         finally:
             document.attributes = dict(document.attributes)
+
+    def parse_translated(self, inputstring, document, env):
+        renderer = env.temp_data.get(KEY)
+        if renderer is None or "nb_renderer" in document:
+            return parse(self, inputstring, document)
+        document["nb_renderer"] = renderer
+        try:
+            return parse(self, inputstring, document)
+        finally:
+            document.attributes.pop("nb_renderer", None)
 
     return parse_with_renderer
 
@@ -348,4 +355,6 @@ def setup(app: Sphinx) -> dict:
     app.setup_extension("bookbuild.patches")  # applies lending, translations only
     app.connect("doctree-resolved", _extract_glued_prose)
     app.connect("doctree-read", _warn_untranslated)
+    # A translated message's warnings at its line of the catalogue.
+    app.connect("builder-inited", point_warnings_at_catalogues)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
