@@ -116,6 +116,7 @@ before = peak_mb()
 """
 
 
+@pytest.mark.slow  # about 20 s: a fresh Python draws every widget at its largest
 @pytest.mark.skipif(sys.platform == "win32", reason="resource is POSIX")
 def test_the_largest_of_each_widget_renders_within_the_memory_budget():
     program = RENDER + "".join(textwrap.dedent(case) for case in LARGEST.values())
