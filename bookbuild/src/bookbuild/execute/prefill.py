@@ -285,7 +285,9 @@ def _prefill(root: Path) -> int:
         if interrupted.is_set():
             kernels.stop_all()  # the running chapters' threads see it and return
             pool.shutdown(wait=False, cancel_futures=True)
-            _, stuck = wait(pending, timeout=STOP_WAIT)
+            # A chapter not started is cancelled: never "done" for wait().
+            started = {run for run in pending if not run.cancelled()}
+            _, stuck = wait(started, timeout=STOP_WAIT)
             print(INTERRUPTED_LINE, flush=True)
             if stuck:  # a thread that does not return: leave without it
                 os._exit(INTERRUPTED)
