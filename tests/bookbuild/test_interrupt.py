@@ -190,3 +190,28 @@ def test_what_a_stopped_build_wrote_into_the_site_is_removed(tmp_path):
     os.utime(new, (started + 1, started + 1))
     assert remove_written(tmp_path, started) == 1
     assert old.exists() and not new.exists()
+
+
+def test_a_cache_entry_half_written_by_a_killed_build_is_dropped(tmp_path):
+    """jupyter-cache records an entry before it writes its notebook: a build
+    killed in between leaves a record whose notebook is missing or cut."""
+    import nbformat
+    from jupyter_cache import get_cache
+
+    from bookbuild.execute.prefill import drop_partial_entries
+
+    cache = get_cache(tmp_path / "cache")
+    for name in ("whole", "cut", "missing"):
+        notebook = nbformat.v4.new_notebook()
+        cell = nbformat.v4.new_code_cell(f"print('{name}')", execution_count=1)
+        notebook.cells = [cell]
+        path = tmp_path / f"{name}.ipynb"
+        nbformat.write(notebook, path)
+        cache.cache_notebook_file(path, check_validity=False)
+    records = {Path(r.uri).stem: r for r in cache.list_cache_records()}
+    cut = cache._get_notebook_path_cache(records["cut"].hashkey)
+    cut.write_text(cut.read_text()[:40])
+    cache._get_notebook_path_cache(records["missing"].hashkey).unlink()
+    assert sorted(drop_partial_entries(cache)) == ["cut", "missing"]
+    assert [Path(r.uri).stem for r in cache.list_cache_records()] == ["whole"]
+    assert not cut.parent.exists()
