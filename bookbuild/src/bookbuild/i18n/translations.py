@@ -906,7 +906,8 @@ def main(argv: list[str]) -> int:
 
         try:
             code = environment.require(root)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # while checking: nothing started yet
+            print("site: interrupted before the builds started", flush=True)
             return INTERRUPTED
         if code:
             return code
