@@ -109,6 +109,13 @@ def interrupt_when_running(command: list[str], root: Path) -> dict:
     }
 
 
+def describe(process: psutil.Process) -> str:
+    try:
+        return f"{process.pid} {' '.join(process.cmdline())[:120]}"
+    except psutil.Error:
+        return str(process.pid)
+
+
 def alive(pid: int) -> bool:
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
@@ -126,7 +133,11 @@ def assert_stopped_cleanly(done: dict, root: Path, line: str) -> None:
     assert said == [line], output
     assert done["stdout"].rstrip().endswith(line), output  # the last it printed
     assert not alive(done["kernel"]), "the kernel is still running"
-    left = [p.pid for p in done["family"] if alive(p.pid)]
+    # The rest of the build's processes end with it; multiprocessing's resource
+    # tracker, a helper of the warm process, may take a moment to see its
+    # parent gone (it exits on its own; it is no kernel).
+    psutil.wait_procs(done["family"], timeout=10)
+    left = [describe(p) for p in done["family"] if alive(p.pid)]
     assert not left, f"processes of the build left running: {left}"
 
 
