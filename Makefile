@@ -65,6 +65,17 @@ $(INSTALLED): requirements.lock pyproject.toml bookbuild/pyproject.toml
 	@touch $@
 	@echo "install: done"
 
+# The stamp sees the lock and the metadata, not a venv that broke after its
+# install (torch removed or replaced, qkv installed from another checkout). So
+# every build first checks the venv (bookbuild.execute.environment: torch and
+# qkv import, at the pinned version, qkv from this checkout; free while nothing
+# in the venv changed) and, if it is broken, installs it again, once, then
+# checks again: still broken, the build stops on the check's one line.
+CHECK_ENVIRONMENT = $(BIN)/python -P -m bookbuild.execute.environment --what-only \
+	|| { echo "install: the environment is broken: installing it again"; \
+	rm -f $(INSTALLED) && $(MAKE) --no-print-directory $(INSTALLED) \
+	&& $(BIN)/python -P -m bookbuild.execute.environment; }
+
 # Re-resolve requirements.txt into requirements.lock (after editing it).
 lock: $(INSTALLED)
 	$(BIN)/python -m bookbuild.tools.lock
@@ -93,6 +104,7 @@ book: $(if $(filter student,$(EDITION)),$(STUDENT_BUILT),$(BUILT))
 
 $(STUDENT_BUILT): $(INSTALLED) $(BOOK_INPUTS)
 	@mkdir -p $(@D) && touch $@.start
+	@$(CHECK_ENVIRONMENT)
 	@$(BIN)/python -P -m bookbuild.execute.prefill
 	@QKV_EDITION=student $(BIN)/python -m bookbuild.i18n.translations site \
 		--path-output _build/student --log-dir _build/logs/student
@@ -108,8 +120,12 @@ $(STUDENT_BUILT): $(INSTALLED) $(BOOK_INPUTS)
 # failed, its warning and error lines, the end of its log and the log's path.
 # The stamp gets the time the build *started*: an input edited during the build,
 # or right after it, is newer than the stamp and triggers the next build.
+# Ctrl-C stops the build within seconds (its kernels shut down, one line
+# printed, exit code 130) and keeps nothing half-written: no stamp, no
+# unfinished chapter in the cache, no page of the stopped build in the site.
 $(BUILT): $(INSTALLED) $(BOOK_INPUTS)
 	@mkdir -p $(@D) && touch $@.start
+	@$(CHECK_ENVIRONMENT)
 	@$(BIN)/python -P -m bookbuild.execute.prefill
 	@$(BIN)/python -m bookbuild.i18n.translations site --log-dir _build/logs
 	@mv $@.start $@

@@ -480,7 +480,7 @@ class FakeProcess:
 
     started: list[str] = []
 
-    def __init__(self, command, cwd, stdout, stderr):
+    def __init__(self, command, cwd, stdout, stderr, **options):
         FakeProcess.started.append(command[-1])
         stdout.write("le site en français\n")
         self.code = 0 if "ok" in str(cwd) else 1
@@ -507,7 +507,7 @@ def test_site_builds_both_languages_side_by_side(
     printed after it, and the site fails when either build fails."""
     FakeProcess.started = []
 
-    def root_build(command, cwd):
+    def root_build(command, cwd, **options):
         assert FakeProcess.started == ["build"], "translations not started first"
         print("the English site")
         return root_code

@@ -33,6 +33,14 @@ Two things a fork must not carry over, and how they are avoided:
 * torch sizes its thread pool from ``OMP_NUM_THREADS``: the warm process is
   started with the caller's value (``prefill_cache.py`` sets 1) and imports
   torch without running any operation, so no pool exists yet.
+
+Stopping (Ctrl-C): :func:`stop_all` kills every kernel this process started,
+forked or ordinary, with its process group (whatever the chapter started), and
+the warm process; from then on no kernel starts (:func:`stopping`). The warm
+process is started with SIGINT blocked: a Ctrl-C in the terminal, which reaches
+every process of its group, would otherwise interrupt its imports and print a
+traceback; the caller decides what a Ctrl-C does (``bookbuild.execute.prefill``).
+Each kernel unblocks it again (a kernel is interrupted by SIGINT).
 """
 
 from __future__ import annotations
@@ -43,6 +51,7 @@ import signal
 import sys
 import threading
 import uuid
+import weakref
 from multiprocessing import forkserver
 from typing import Any
 
@@ -79,6 +88,15 @@ _context_lock = threading.Lock()
 _context: multiprocessing.context.ForkServerContext | None = None
 #: Why warm kernels were given up in this process (None while they work).
 _given_up: str | None = None
+#: Set by :func:`stop_all`: no kernel starts after it.
+_stopping = threading.Event()
+#: Guards the kernels started against :func:`stop_all` (an RLock: it may run in a
+#: signal handler of the main thread).
+_running_lock = threading.RLock()
+
+
+class Stopped(RuntimeError):
+    """A kernel was asked for after :func:`stop_all`."""
 
 
 def enabled() -> bool:
@@ -124,10 +142,14 @@ def warm_context() -> multiprocessing.context.ForkServerContext:
             context.set_forkserver_preload([*PRELOAD, __name__])
             saved = os.environ.get("MPLBACKEND")
             os.environ["MPLBACKEND"] = INLINE_BACKEND
+            # The server inherits the mask: a Ctrl-C for the build never
+            # interrupts it (its kernels unblock SIGINT, _run_kernel).
+            blocked = _block_sigint()
             try:
                 # The server starts now, with this environment, and imports PRELOAD.
                 forkserver.ensure_running()
             finally:
+                _restore_mask(blocked)
                 if saved is None:
                     del os.environ["MPLBACKEND"]
                 else:
@@ -136,9 +158,60 @@ def warm_context() -> multiprocessing.context.ForkServerContext:
         return _context
 
 
+def _block_sigint() -> set | None:
+    """Block SIGINT in the calling thread; the previous mask (None where the
+    system has no signal masks)."""
+    if not hasattr(signal, "pthread_sigmask"):
+        return None
+    return signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+
+def _restore_mask(mask: set | None) -> None:
+    if mask is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+def stopping() -> bool:
+    """True once :func:`stop_all` was called in this process."""
+    return _stopping.is_set()
+
+
+def _kill_group(pid: int) -> None:
+    """SIGKILL to the process group of ``pid`` (a kernel leads its own)."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def stop_all() -> int:
+    """Kill every kernel this process started and is still running, each with
+    its process group, and the warm process; no kernel starts after this.
+    Returns how many kernels were killed. Safe to call twice."""
+    with _running_lock:
+        _stopping.set()
+        managers = list(WarmKernelManager.running)
+    killed = 0
+    for manager in managers:
+        process = getattr(manager.provisioner, "process", None)
+        if process is not None and process.poll() is None:  # ours, still alive
+            _kill_group(process.pid)
+            killed += 1
+    server = getattr(forkserver._forkserver, "_forkserver_pid", None)
+    if _context is not None and server:
+        try:
+            os.kill(server, signal.SIGKILL)
+            os.waitpid(server, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+    return killed
+
+
 def _run_kernel(argv: list[str], cwd: str | None, env: dict[str, str]) -> None:
     """The body of a forked kernel: what ``python -m ipykernel_launcher`` does."""
     os.setsid()  # its own process group, as jupyter_client gives a kernel
+    if hasattr(signal, "pthread_sigmask"):  # blocked in the warm process
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     os.environ.clear()
     os.environ.update(env)
     os.environ.pop("JPY_PARENT_PID", None)  # the parent is the forkserver
@@ -222,6 +295,8 @@ class WarmKernelManager(AsyncKernelManager):
 
     #: How many kernels were forked, and how many started the ordinary way.
     launches = {"forked": 0, "ordinary": 0}
+    #: The managers whose kernel was started (for :func:`stop_all`).
+    running: weakref.WeakSet = weakref.WeakSet()
     #: What a forked process runs (a picklable function of argv, cwd, env).
     kernel_main = staticmethod(_run_kernel)
 
@@ -244,6 +319,16 @@ class WarmKernelManager(AsyncKernelManager):
         return self._address
 
     async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
+        if stopping():
+            raise Stopped("the build is being stopped: no kernel starts")
+        await self._launch(kernel_cmd, **kw)
+        with _running_lock:  # a stop_all since the check above kills it now
+            self.running.add(self)
+            if stopping():
+                _kill_group(self.provisioner.process.pid)
+                raise Stopped("the build is being stopped: kernel killed")
+
+    async def _launch(self, kernel_cmd: list[str], **kw: Any) -> None:
         argv = ipykernel_arguments(kernel_cmd)
         if argv is None or not start_warm_process():
             await super()._async_launch_kernel(kernel_cmd, **kw)

@@ -31,6 +31,21 @@ boundaries depend on timing, and myst-nb's own merge of the pieces strips the
 newline at the end of each one, so the page would get a blank line in some
 builds and not in others. One line is printed per chapter as it finishes.
 
+Before anything, the environment is checked (:mod:`bookbuild.execute.environment`:
+torch and qkv import, at the pinned version and from this checkout); if not,
+one line says what is wrong and how to repair it, and the prefill exits with
+``environment.BROKEN``. A cache entry left half-written by a build that was
+killed (jupyter-cache records an entry before it writes its notebook) is
+removed before the cache is used (:func:`drop_partial_entries`).
+
+Ctrl-C (SIGINT) stops the prefill within about a second: every kernel is
+killed with whatever it started, and the warm process
+(:func:`bookbuild.execute.kernels.stop_all`), chapters not started are not
+started, no chapter that did not finish is cached (the cache is written by the
+main thread between two waits, never while a signal is handled), and one line
+is printed; the exit code is 130, as for a shell's interrupted command, so
+``make`` stops and does not write its stamp.
+
 Usage: ``python -m bookbuild.execute.prefill [BOOK_ROOT]`` (default: the current
 folder).
 ``QKV_WARM_KERNELS=0`` starts ordinary kernels instead of forked ones. A forked
@@ -43,21 +58,37 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import signal
 import sys
+import threading
 import time
 import traceback
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from functools import cache
 from pathlib import Path
 
 import yaml
 
-from bookbuild.execute import kernel_config, kernels
+from bookbuild.execute import environment, kernel_config, kernels
 from bookbuild.execute.cache import DEFAULT_PATHS, cache_path, prune_caches
 from bookbuild.execute.kernels import WarmKernelManager
 from bookbuild.toc import is_notebook, pages
 
 READER = {"name": "myst_nb_md", "type": "plugin"}
+#: The exit code of an interrupted prefill (128 + SIGINT, as a shell reports it).
+INTERRUPTED = 130
+#: The one line an interrupted prefill prints.
+INTERRUPTED_LINE = (
+    "prefill: interrupted: the kernels were shut down, no chapter that did not "
+    "finish was cached; nothing half-written was kept"
+)
+#: How long the stopped chapters' threads may take to notice their dead
+#: kernels (nbclient checks every second) before the prefill exits anyway.
+STOP_WAIT = 10.0
+
+
+class Interrupted(Exception):
+    """The build was stopped before or while this chapter ran."""
 
 
 def book_config(root: Path) -> dict:
@@ -91,6 +122,9 @@ def execute(project_nb, execution: dict, manager=WarmKernelManager):
         record_timing=False,  # cell metadata is part of the cache key
     )
     start, error, trace = time.perf_counter(), None, None
+    if kernels.stopping():  # Ctrl-C before this chapter's turn
+        error = Interrupted("not started")
+        return project_nb, ExecutionResult(notebook, cwd, 0.0, error, "")
     try:
         client.execute()
     except (CellExecutionError, CellTimeoutError) as cell_error:
@@ -100,6 +134,10 @@ def execute(project_nb, execution: dict, manager=WarmKernelManager):
     except Exception as kernel_error:  # a kernel that did not start, or died
         # nbclient leaves its clean-up registered when a kernel fails to start.
         atexit.unregister(client._cleanup_kernel)
+        if kernels.stopping():  # killed by stop_all (Ctrl-C): not a failure
+            error = Interrupted(f"{type(kernel_error).__name__}: {kernel_error}")
+            elapsed = time.perf_counter() - start
+            return project_nb, ExecutionResult(notebook, cwd, elapsed, error, "")
         if issubclass(manager, WarmKernelManager) and kernels.enabled():
             kernels.fall_back(
                 f"a forked kernel failed in {Path(project_nb.uri).stem}: "
@@ -290,7 +328,47 @@ def store(cache, project_nb, result, root: Path | None = None) -> int:
     return 0
 
 
+def drop_partial_entries(cache) -> list[str]:
+    """Remove every cache entry whose notebook is missing or not whole JSON
+    (a build killed while jupyter-cache wrote it: the record is written
+    first); the names of the chapters removed."""
+    from jupyter_cache.cache.db import NbCacheRecord
+
+    dropped = []
+    for record in cache.list_cache_records():
+        path = cache._get_notebook_path_cache(record.hashkey)
+        try:
+            json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            NbCacheRecord.remove_record(record.pk, cache.db)
+            if path.parent.is_dir():
+                import shutil
+
+                shutil.rmtree(path.parent, ignore_errors=True)
+            dropped.append(Path(record.uri).stem)
+    return dropped
+
+
+def _on_sigint(handler):
+    """Install ``handler`` for SIGINT (in the main thread only: elsewhere
+    Python cannot); the previous one."""
+    if threading.current_thread() is not threading.main_thread() or handler is None:
+        return None
+    return signal.signal(signal.SIGINT, handler)
+
+
 def main(root: Path) -> int:
+    """The prefill of the book in ``root``; its exit code (0 when every chapter
+    is cached or was executed, even if one failed: Sphinx reports it)."""
+    try:
+        return environment.require(root) or _prefill(root)
+    except KeyboardInterrupt:  # Ctrl-C before the chapters started
+        kernels.stop_all()
+        print(INTERRUPTED_LINE, flush=True)
+        return INTERRUPTED
+
+
+def _prefill(root: Path) -> int:
     os.environ["OMP_NUM_THREADS"] = "1"  # one torch thread per kernel
     os.environ.pop("MPLBACKEND", None)  # a headless backend would hide figures
     kernel_config.apply(root / "_build")  # before the warm process starts
@@ -304,6 +382,8 @@ def main(root: Path) -> int:
         kernels.start_warm_process()  # every chapter will run: import torch now
     cache = get_cache(folder)
     prune_caches(folder)
+    for stem in drop_partial_entries(cache):
+        print(f"prefill: {stem}: a half-written cache entry removed")
     for page in pages(root):
         if is_notebook(root, page):
             cache.add_nb_to_project(str(root / f"{page}.md"), read_data=READER)
@@ -333,17 +413,40 @@ def main(root: Path) -> int:
     # Threads only wait on their kernels; the cache database is used from here.
     notebooks = [cache.get_project_notebook(record.pk) for record in todo]
     outcomes = []
-    with ThreadPoolExecutor(min(os.cpu_count() or 1, len(notebooks))) as pool:
-        execution = config.get("execute") or {}
-        runs = [pool.submit(execute, nb, execution) for nb in notebooks]
-        for done, run in enumerate(as_completed(runs), 1):
-            project_nb, result = run.result()
-            outcomes.append((store(cache, project_nb, result, root), project_nb.uri))
-            status = "failed" if result.err is not None else f"{result.time:.1f} s"
-            print(
-                f"prefill: [{done}/{len(runs)}] {Path(project_nb.uri).stem} ({status})",
-                flush=True,
-            )
+    execution = config.get("execute") or {}
+    # Ctrl-C from here on only sets `interrupted`: the main thread, which alone
+    # writes the cache, sees it between two waits and stops the kernels.
+    interrupted = threading.Event()
+    previous = _on_sigint(lambda *_: interrupted.set())
+    pool = ThreadPoolExecutor(min(os.cpu_count() or 1, len(notebooks)))
+    try:
+        pending = {pool.submit(execute, nb, execution) for nb in notebooks}
+        while pending and not interrupted.is_set():
+            finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+            for run in finished:
+                project_nb, result = run.result()
+                outcomes.append(
+                    (store(cache, project_nb, result, root), project_nb.uri)
+                )
+                status = "failed" if result.err is not None else f"{result.time:.1f} s"
+                print(
+                    f"prefill: [{len(outcomes)}/{len(notebooks)}] "
+                    f"{Path(project_nb.uri).stem} ({status})",
+                    flush=True,
+                )
+        if interrupted.is_set():
+            kernels.stop_all()  # the running chapters' threads see it and return
+            pool.shutdown(wait=False, cancel_futures=True)
+            # A chapter not started is cancelled: never "done" for wait().
+            started = {run for run in pending if not run.cancelled()}
+            _, stuck = wait(started, timeout=STOP_WAIT)
+            print(INTERRUPTED_LINE, flush=True)
+            if stuck:  # a thread that does not return: leave without it
+                os._exit(INTERRUPTED)
+            return INTERRUPTED
+    finally:
+        pool.shutdown(wait=True)
+        _on_sigint(previous)
     failed = [uri for code, uri in outcomes if code != 0]
     for record in cache.list_cache_records():
         stem = Path(record.uri).stem

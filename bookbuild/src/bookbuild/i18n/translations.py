@@ -19,7 +19,11 @@
   ``DIR/build-<code>.log`` (the translations' in one, ``build-fr.log``), and
   what is printed is a summary: per language, the time, the pages written and
   the warnings; for a build that failed, its warning and error lines, the end
-  of its log and the log's path (:func:`summary`).
+  of its log and the log's path (:func:`summary`). Before anything, the
+  environment is checked (:mod:`bookbuild.execute.environment`: Sphinx executes
+  a chapter the cache lacks). Ctrl-C stops both builds and the kernels they
+  started (:func:`stop_builds`), removes every file they had written into the
+  site (:func:`remove_written`), prints one line and exits with 130.
 * ``extract``: the messages of every page, ``_build/gettext/<page>.pot``
   (Sphinx's gettext builder, ``gettext_compact: false``: one file per page).
 * ``update`` (``make translations``): ``extract``, then ``sphinx-intl update
@@ -41,9 +45,12 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -57,6 +64,8 @@ GETTEXT = Path("_build") / "gettext"
 ALL = "all"
 #: The line ``site`` prints before the translations' log.
 TRANSLATIONS_LOG = "site: what the build of the translations printed:"
+#: The exit code of an interrupted ``site`` (128 + SIGINT, as a shell reports it).
+INTERRUPTED = 130
 
 
 # -- the book's settings ----------------------------------------------------------
@@ -461,8 +470,6 @@ def run_sphinx(
 
 def build(root: Path, path_output: Path | None = None) -> int:
     """Every translated language into ``<path_output>/_build/html/<code>``."""
-    import time
-
     base = Path(path_output or root) / "_build"
     for language in translated_languages(root):
         print(f"== {languages(root)[language]}: {base / 'html' / language}")
@@ -491,17 +498,23 @@ def site(root: Path, path_output: Path | None = None) -> int:
     jupyter_book = Path(sys.executable).parent / "jupyter-book"
     root_build = [str(jupyter_book), "build", str(root), "-W", "-n", "--keep-going"]
     others_build = [sys.executable, "-m", "bookbuild.i18n.translations", "build"]
-    with tempfile.TemporaryFile("w+", encoding="utf-8") as log:
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as log, StopOnCtrlC() as stop:
         others = subprocess.Popen(
-            others_build + output, cwd=root, stdout=log, stderr=subprocess.STDOUT
+            others_build + output,
+            cwd=root,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            process_group=0,  # a Ctrl-C is for `site` to handle (StopOnCtrlC)
         )
         try:
             sys.stdout.flush()
-            root_code = subprocess.call(root_build + output, cwd=root)
+            root_code = subprocess.call(root_build + output, cwd=root, process_group=0)
             others_code = others.wait()
         finally:
             if others.poll() is None:
                 others.terminate()
+        if stop.interrupted:
+            return interrupted(root, path_output, stop.started)
         log.seek(0)
         print(TRANSLATIONS_LOG)
         sys.stdout.write(log.read())
@@ -511,6 +524,112 @@ def site(root: Path, path_output: Path | None = None) -> int:
         failed += ["the translations"] * bool(others_code)
         print(f"site: the build of {' and '.join(failed)} failed")
     return root_code or others_code
+
+
+class StopOnCtrlC:
+    """A ``with`` block (or :meth:`install` to :meth:`restore`) during which a
+    Ctrl-C stops every process this one started, and all they started, at
+    once (:func:`stop_builds`), and sets ``interrupted``: the block's waits
+    then return. The builds run in process groups of their own (``process_group=0``),
+    so the terminal's Ctrl-C reaches this process only: no build is left half
+    stopped, nor prints a traceback."""
+
+    def __init__(self) -> None:
+        self.interrupted = False
+        self.started = time.time()
+        self._previous = None
+
+    def install(self) -> StopOnCtrlC:
+        """Handle Ctrl-C from now on (in the main thread only: elsewhere
+        Python cannot)."""
+        import threading
+
+        self.started = time.time()
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._stop)
+        return self
+
+    def _stop(self, *_) -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C waits
+        self.interrupted = True
+        stop_builds()
+
+    def restore(self) -> None:
+        """Ctrl-C as before :meth:`install`."""
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
+
+    def __enter__(self) -> StopOnCtrlC:
+        return self.install()
+
+    def __exit__(self, *_) -> None:
+        self.restore()
+
+
+def stop_builds() -> int:
+    """Stop every process this one started, and everything they started (the
+    kernels in which Sphinx executes chapters run in sessions of their own):
+    each child's process group is frozen (SIGSTOP: it starts nothing more),
+    every descendant listed, then all are killed and waited for. Returns how
+    many processes were killed."""
+    import psutil
+
+    me = psutil.Process()
+    children = me.children()
+    for child in children:  # a child that leads a group (not this one's)
+        _signal_group(child.pid, signal.SIGSTOP)
+    family = me.children(recursive=True)
+    for child in children:
+        _signal_group(child.pid, signal.SIGKILL)
+    for member in family:
+        try:
+            member.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(family, timeout=5)
+    return len(family)
+
+
+def _signal_group(pgid: int, signum: int) -> None:
+    if pgid == os.getpgrp():
+        return  # never this process's own group
+    try:
+        os.killpg(pgid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def remove_written(folder: Path, since: float) -> int:
+    """Delete every file under ``folder`` modified at or after ``since`` (a
+    time from :func:`time.time`): what a stopped build wrote, some of it
+    half-written. Sphinx writes again the pages whose file is missing, so the
+    next build writes them whole. Returns how many files were deleted."""
+    removed = 0
+    for directory, _, files in os.walk(folder):
+        for name in files:
+            path = os.path.join(directory, name)
+            try:
+                if os.stat(path).st_mtime >= since:
+                    os.unlink(path)
+                    removed += 1
+            except OSError:
+                pass
+    return removed
+
+
+def interrupted(root: Path, path_output: Path | None, started: float) -> int:
+    """After a Ctrl-C stopped the builds: delete what they wrote into the
+    site, say so on one line; :data:`INTERRUPTED`."""
+    site_folder = Path(path_output or root) / "_build" / "html"
+    removed = remove_written(site_folder, started - 1)  # coarse file times
+    print(
+        f"site: interrupted: the builds and their kernels were stopped, the "
+        f"{removed} file(s) they had written into {site_folder} removed; nothing "
+        "half-written was kept",
+        flush=True,
+    )
+    return INTERRUPTED
 
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -560,8 +679,6 @@ def summary(name: str, log: Path, code: int, seconds: float) -> list[str]:
 
 def site_logged(root: Path, log_dir: Path, path_output: Path | None = None) -> int:
     """``site``, each build's log in a file of ``log_dir``, a summary printed."""
-    import time
-
     output = ["--path-output", str(path_output)] if path_output else []
     jupyter_book = Path(sys.executable).parent / "jupyter-book"
     codes = list(languages(root))
@@ -586,24 +703,32 @@ def site_logged(root: Path, log_dir: Path, path_output: Path | None = None) -> i
     )
     start = time.perf_counter()
     running, handles, ended = {}, [], {}
+    stop = StopOnCtrlC().install()
     try:
         for name, (command, log) in builds.items():
             handle = open(log, "w", encoding="utf-8")  # noqa: SIM115 - closed below
             handles.append(handle)
             running[name] = subprocess.Popen(
-                command + output, cwd=root, stdout=handle, stderr=subprocess.STDOUT
+                command + output,
+                cwd=root,
+                stdout=handle,
+                stderr=subprocess.STDOUT,
+                process_group=0,  # a Ctrl-C is for `site` to handle (StopOnCtrlC)
             )
-        while len(ended) < len(running):
+        while len(ended) < len(running) and not stop.interrupted:
             for name, process in running.items():
                 if name not in ended and process.poll() is not None:
                     ended[name] = (process.returncode, time.perf_counter() - start)
             time.sleep(0.2)
     finally:
+        stop.restore()
         for process in running.values():
             if process.poll() is None:
                 process.terminate()
         for handle in handles:
             handle.close()
+    if stop.interrupted:
+        return interrupted(root, path_output, stop.started)
     lines = []
     for name, (_, log) in builds.items():
         log.write_text(  # plain text: Sphinx colours even a file
@@ -957,6 +1082,16 @@ def main(argv: list[str]) -> int:
     root = Path(".").resolve()
     if args.command == "build":
         return build(root, args.path_output)
+    if args.command == "site":
+        from bookbuild.execute import environment
+
+        try:
+            code = environment.require(root)
+        except KeyboardInterrupt:  # while checking: nothing started yet
+            print("site: interrupted before the builds started", flush=True)
+            return INTERRUPTED
+        if code:
+            return code
     if args.command == "site" and args.log_dir:
         return site_logged(root, args.log_dir, args.path_output)
     if args.command == "site":
