@@ -202,6 +202,22 @@ def test_labels_exist_in_english_and_correct_french(name):
         assert FRENCH_SPACES.search(wrong), wrong
 
 
+def test_the_shared_labels_exist_in_english_and_correct_french():
+    """The labels every explorable's page uses (the overflow warning, the list
+    separator), under each one's own, in both languages."""
+    from qkv.page.explorables._base import SHARED_LABELS
+
+    assert set(SHARED_LABELS) == set(explorables.LANGUAGES)
+    assert set(SHARED_LABELS["en"]) == set(SHARED_LABELS["fr"])
+    for key, text in SHARED_LABELS["fr"].items():
+        assert not FRENCH_SPACES.search(text), f"{key}: {text!r}"
+        assert '"' not in text and "“" not in text, f"{key}: French quotes « »"
+        assert text != SHARED_LABELS["en"][key], f"{key} is not translated"
+    labels = data_of(examples()["mask"].to_html())["labels"]
+    assert labels["fr"]["overflow"] == SHARED_LABELS["fr"]["overflow"]
+    assert labels["fr"]["title"] == type(examples()["mask"]).LABELS["fr"]["title"]
+
+
 def test_the_page_language_can_be_forced():
     block = examples(lang="fr")["abh"].to_html()
     assert data_of(block)["lang"] == "fr"

@@ -22,9 +22,14 @@ Conventions, each tested in Chromium against ``qkv`` (to 1e-6):
 
 * the root element has the class ``qkv-explorable`` and, after every change, its
   current attention weights as JSON in ``data-weights``;
-* standard form controls with labels, usable with the keyboard alone;
+* standard form controls with labels, usable with the keyboard alone; a grid
+  of boxes (the mask editor's) is one tab stop, its boxes reached with the
+  arrow keys (the WAI-ARIA grid pattern);
 * colours from the page's theme (pydata-sphinx-theme's CSS variables, light and
-  dark), labels in English or French from the page's ``<html lang>``;
+  dark), labels in English or French from the page's ``<html lang>``, and
+  numbers as that language writes them (``0,25`` on a French page);
+* a message in a live region, never only a red border or a "—": for a value
+  that is not valid and for a number that overflows;
 * words are text, never markup: escaped in the data, inserted with
   ``textContent``.
 

@@ -21,6 +21,24 @@ LANGUAGES = ("en", "fr")
 # French labels follow French typography: a no-break space (\u00a0) before ":"
 # and inside « », a narrow no-break space (\u202f) before ";", "?" and "!".
 
+#: The labels every explorable's page uses, in each language of
+#: :data:`LANGUAGES`, under each explorable's own :attr:`Explorable.LABELS`: the
+#: warning when a number overflows (the page shows "—" for it), and the
+#: separator of a list of numbers (French numbers have a decimal comma).
+SHARED_LABELS: dict[str, dict[str, str]] = {
+    "en": {
+        "overflow": "Some results are too large to compute (they overflow) and "
+        "show as “—”: use smaller numbers.",
+        "listSep": ", ",
+    },
+    "fr": {
+        "overflow": "Certains résultats sont trop grands pour être calculés "
+        "(dépassement de capacité) et s’affichent «\u00a0—\u00a0»\u00a0: "
+        "prenez des nombres plus petits.",
+        "listSep": "\u202f; ",
+    },
+}
+
 
 def cmap_stops(n: int = 9) -> list[str]:
     """The book's colormap for weights as ``n`` hex colours, for the scripts."""
@@ -137,7 +155,9 @@ class Explorable(Widget):
     def _common(self) -> dict:
         return {
             "lang": self.lang,
-            "labels": self.LABELS,
+            "labels": {
+                lang: {**SHARED_LABELS[lang], **self.LABELS[lang]} for lang in LANGUAGES
+            },
             "cmap": cmap_stops(),
             "decimals": self.decimals,
         }

@@ -39,6 +39,8 @@ class MaskEditor(Explorable):
             "preset_padding": "padding at the end",
             "preset_leftCausal": "causal, padding in front",
             "real": "Real words (the rest is padding)",
+            "realInvalid": "Real words: type a whole number from 1 to {max}; until "
+            "then the mask stays as it was.",
             "maskCaption": "The mask: a ticked box lets the query (row) attend to "
             "the key (column)",
             "weightsCaption": "The attention weights",
@@ -61,6 +63,8 @@ class MaskEditor(Explorable):
             "preset_padding": "remplissage à la fin",
             "preset_leftCausal": "causal, remplissage au début",
             "real": "Vrais mots (le reste est du remplissage)",
+            "realInvalid": "Vrais mots\u00a0: tapez un nombre entier de 1 à {max}"
+            "\u202f; d’ici là, le masque reste tel quel.",
             "maskCaption": "Le masque\u00a0: une case cochée permet à la requête "
             "(ligne) de regarder la clé (colonne)",
             "weightsCaption": "Les poids d’attention",
@@ -165,7 +169,8 @@ def mask_editor(
     lang: str | None = None,
 ) -> MaskEditor:
     """Masks, live: the reader ticks the pairs (query, key) that may attend, or
-    picks a causal or a padding mask, and the weights follow.
+    picks a causal or a padding mask, and the weights follow. The boxes are one
+    grid: one tab stop, the arrow keys move between them, Space ticks.
 
     Explained in the chapter *masking*. The page masks the scores
     ``x @ x.T * scale`` before the softmax, as

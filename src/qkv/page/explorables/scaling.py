@@ -66,7 +66,7 @@ class ScaledScores(Explorable):
             "{cols} clés aléatoires (colonnes)",
             "stats": "Scores\u00a0: écart type {sd} (√dₖ = {sqrt}). Plus grand poids "
             "d’une ligne, en moyenne\u00a0: {top} (poids tous égaux\u00a0: {uniform}). "
-            "Lignes avec un poids au-dessus de 0.99\u00a0: {onehot} sur {rows}.",
+            "Lignes avec un poids au-dessus de 0,99\u00a0: {onehot} sur {rows}.",
             "fig_scaled": "scores divisés par √dₖ",
             "fig_raw": "scores non divisés",
             "fig_title": "dₖ = {dk}, {scaling}",

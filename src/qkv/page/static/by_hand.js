@@ -7,7 +7,7 @@
 /* global qkvExplorable */
 
 function qkvAttentionByHand(root, data, live) {
-  var {t, el, fmt, softmax, publish, title, labelled, status} =
+  var {t, el, fmt, finite, softmax, publish, title, labelled, status, warning} =
     qkvExplorable(root, data, live);
   var words = data.words, x = data.x, T = words.length, D = x[0].length;
   var dec = data.decimals, invalid = {};
@@ -55,12 +55,13 @@ function qkvAttentionByHand(root, data, live) {
     el("tfoot", {}, el("tr", {}, [el("th", {scope: "row", colspan: 1 + D}, t("sum")),
       sums.score, sums.bySum, sums.soft]))]));
   var context = live.appendChild(el("p"));
-  var note = live.appendChild(el("p", {"class": "qkv-x-note", "aria-live": "polite"}));
+  var note = live.appendChild(warning());  // overflow, a sum of 0, a box not valid
   var said = status(), weights = [];
 
   function show(cell, value, second, top) {
     cell.textContent = fmt(value, dec);
-    var width = isFinite(value) ? Math.min(1, Math.max(0, value / top)) * 100 : 0;
+    var share = value / top;  // NaN or infinite after an overflow: no bar
+    var width = isFinite(share) ? Math.min(1, Math.max(0, share)) * 100 : 0;
     cell.appendChild(el("div", {"class": "qkv-x-bar" + (second ? " qkv-x-second" : ""),
       style: "width:" + width.toFixed(1) + "%", "aria-hidden": "true"}));
   }
@@ -94,9 +95,12 @@ function qkvAttentionByHand(root, data, live) {
     sums.soft.textContent = fmt(weights.reduce(add, 0), dec);
     caption.textContent = t("caption", {word: words[q]});
     context.textContent = t("context", {word: words[q]}) + "(" +
-      z.map(function (v) { return fmt(v, dec); }).join(", ") + ")";
-    note.textContent = (broken ? t("sumZero") : outside ? t("sumBroken") : "") +
-      (Object.keys(invalid).length ? " " + t("invalid") : "");
+      z.map(function (v) { return fmt(v, dec); }).join(t("listSep")) + ")";
+    var overflow = !finite([scores, total, weights, z]);
+    note.textContent = [overflow ? t("overflow") : "",
+      overflow ? "" : broken ? t("sumZero") : outside ? t("sumBroken") : "",
+      Object.keys(invalid).length ? t("invalid") : ""]
+      .filter(Boolean).join(" ");
     publish("weights", weights);
     publish("weights-by-sum", broken ? null : bySum);
     publish("scores", scores);

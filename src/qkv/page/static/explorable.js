@@ -1,8 +1,11 @@
 // What the scripts of the explorables (qkv.page.explorables) share:
 // qkvExplorable(root, data, live) gives the tools an explorable builds with:
 // labels in the page's language (t), element building (el, labelled, title,
-// status), Python's rounding (fmt), softmax, viridis colours (paint), and
-// publish, which writes a value as JSON into a data- attribute of the root.
+// status), numbers as the page's language writes them (fmt: Python's rounding;
+// num: a number as it is; both with a decimal comma on a French page, as the
+// head view writes them), softmax, viridis colours (paint), publish, which
+// writes a value as JSON into a data- attribute of the root, and warnings: a
+// live region (warning) for a value the page cannot compute (finite checks it).
 
 /* exported qkvExplorable */
 /* global qkvIsolate */
@@ -11,6 +14,7 @@ function qkvExplorable(root, data, live) {
   var lang = (data.lang || (root.closest("[lang]") || document.documentElement)
     .getAttribute("lang") || "en").slice(0, 2).toLowerCase();
   var labels = data.labels[lang] || data.labels.en;
+  var comma = lang === "fr";  // the languages that write 0,5 for 0.5
   function t(key, values) {
     var text = labels[key] !== undefined ? labels[key] : data.labels.en[key];
     for (var name in values || {}) {
@@ -35,15 +39,22 @@ function qkvExplorable(root, data, live) {
     });
     return node;
   }
+  function decimal(text) { return comma ? text.replace(".", ",") : text; }
   function fmt(value, decimals) {
     if (!isFinite(value)) { return "\u2014"; }
     var power = Math.pow(10, decimals), scaled = Math.abs(value) * power;
     var floor = Math.floor(scaled);
     if (scaled - floor === 0.5 && floor % 2 === 0) {
       // an exact tie: to even, as Python's format (the page) rounds it
-      return (value < 0 ? "-" : "") + (floor / power).toFixed(decimals);
+      return decimal((value < 0 ? "-" : "") + (floor / power).toFixed(decimals));
     }
-    return value.toFixed(decimals);
+    return decimal(value.toFixed(decimals));
+  }
+  function num(value) { return decimal(String(value)); }
+  function finite(values) {  // are all the numbers of (nested) arrays finite?
+    return [].concat(values).every(function (v) {
+      return Array.isArray(v) ? finite(v) : isFinite(v);
+    });
   }
   function softmax(row, allowed) {
     var best = -Infinity, out = [], total = 0, i;
@@ -61,7 +72,9 @@ function qkvExplorable(root, data, live) {
     return [1, 3, 5].map(function (at) { return parseInt(hex.slice(at, at + 2), 16); });
   });
   function paint(cell, value, top) {
-    var x = Math.min(1, Math.max(0, top > 0 ? value / top : 0)) * (stops.length - 1);
+    var share = value / top;  // an overflow (NaN, infinite): the first colour
+    share = isFinite(share) && top > 0 ? share : 0;
+    var x = Math.min(1, Math.max(0, share)) * (stops.length - 1);
     var i = Math.min(stops.length - 2, Math.floor(x)), f = x - i;
     var rgb = [0, 1, 2].map(function (c) {
       return Math.round(stops[i][c] + f * (stops[i + 1][c] - stops[i][c]));
@@ -90,11 +103,23 @@ function qkvExplorable(root, data, live) {
   function status() {
     return live.appendChild(el("p", {"class": "qkv-x-status", "aria-live": "polite"}));
   }
+  // A warning next to ``control`` (an overflow, a value that is not valid): a
+  // live region, read out when its text changes and empty when all is well;
+  // the control names it as its description.
+  function warning(control) {
+    var node = el("p", {"class": "qkv-x-note", role: "status", "aria-live": "polite",
+      id: newId()});
+    if (control) {
+      control.setAttribute("aria-describedby", node.id);
+    }
+    return node;
+  }
   function maxOf(rows) {
     return Math.max.apply(null, [].concat.apply([], rows));
   }
   return {
-    t: t, el: el, fmt: fmt, softmax: softmax, paint: paint, publish: publish,
-    title: title, labelled: labelled, status: status, maxOf: maxOf,
+    t: t, el: el, fmt: fmt, num: num, finite: finite, softmax: softmax, paint: paint,
+    publish: publish, title: title, labelled: labelled, status: status,
+    warning: warning, maxOf: maxOf,
   };
 }

@@ -7,7 +7,7 @@
 /* global qkvExplorable */
 
 function qkvRopeOffsets(root, data, live) {
-  var {t, el, fmt, softmax, publish, title, labelled, status} =
+  var {t, el, fmt, finite, softmax, publish, title, labelled, status, warning} =
     qkvExplorable(root, data, live);
   var q = data.query, K = data.keys, words = data.words, E = q.length, S = K.length;
   var P = data.max_position, half = E / 2, dec = data.decimals, theta = [];
@@ -56,7 +56,7 @@ function qkvRopeOffsets(root, data, live) {
     ["key", "position", "offset", "score", "weight"].map(function (k) {
       return el("th", {scope: "col"}, t(k));
     }))), el("tbody", {}, rows)]));
-  var said = status();
+  var said = status(), overflow = live.appendChild(warning());
   live.appendChild(el("div", {"class": "qkv-x-controls"}, [chosenLabel, chosen]));
   live.appendChild(el("p", {"class": "qkv-x-legend", "aria-hidden": "true"}, [
     el("span", {"class": "qkv-x-swatch", style: "background:var(--qkv-accent)"}),
@@ -107,6 +107,7 @@ function qkvRopeOffsets(root, data, live) {
     caption.textContent = t("caption", {m: m, n: n});
     said.textContent = t("status", {m: m, n: n, last: n + S - 1, first: m - n,
       lastOffset: m - n - S + 1});
+    overflow.textContent = finite([scores, weights]) ? "" : t("overflow");
     drawDials(qr, rotated[+chosen.value]);
     publish("weights", weights);
     publish("scores", scores);

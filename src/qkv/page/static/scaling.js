@@ -7,8 +7,8 @@
 /* global qkvExplorable, qkvSeededNormal */
 
 function qkvScaledScores(root, data, live) {
-  var {t, el, fmt, softmax, paint, publish, title, labelled, status} =
-    qkvExplorable(root, data, live);
+  var {t, el, fmt, num, finite, softmax, paint, publish, title, labelled, status,
+    warning} = qkvExplorable(root, data, live);
   var L = data.n_queries, S = data.n_keys, Dmax = data.max_d_k, dec = data.decimals;
   var seed = data.seed, Q, K, extent, NS = "http://www.w3.org/2000/svg";
   function dot(i, j, dk) {
@@ -49,7 +49,7 @@ function qkvScaledScores(root, data, live) {
     el("span", {}, [sliderLabel, slider, shown]),
     el("span", {}, [box, " ", boxLabel]),
     el("span", {}, [redraw, " ", seedText])]));
-  var said = status();
+  var said = status(), overflow = live.appendChild(warning());
   var width = 560, rowHeight = 9, height = L * rowHeight + 28;
   var plot = svg("svg", {viewBox: "0 0 " + width + " " + height, width: width,
     height: height, "aria-hidden": "true", style: "max-width:100%;height:auto"});
@@ -78,7 +78,7 @@ function qkvScaledScores(root, data, live) {
       plot.appendChild(svg("line", {x1: x, x2: x, y1: axisY, y2: axisY + 4,
         stroke: "currentColor"}));
       var label = svg("text", {x: x, y: axisY + 17, "text-anchor": "middle"});
-      label.textContent = String(f * extent);
+      label.textContent = num(f * extent);
       plot.appendChild(label);
     });
     scores.forEach(function (row, i) {
@@ -116,6 +116,7 @@ function qkvScaledScores(root, data, live) {
     seedText.textContent = t("seed", {seed: seed});
     said.textContent = t("stats", {sd: fmt(sd, 2), sqrt: fmt(Math.sqrt(dk), 2),
       top: fmt(top, 3), uniform: fmt(1 / S, 3), onehot: onehot, rows: L});
+    overflow.textContent = finite([scores, weights]) ? "" : t("overflow");
     drawScores(scores);
     publish("weights", weights);
     publish("scores", scores);

@@ -1,0 +1,237 @@
+"""The explorables of the built book in headless Chromium, English and French:
+a message (a live region) when a number overflows and when a value is not
+valid, cleared when it is valid again; the mask editor's boxes as one grid
+(WAI-ARIA grid pattern: one tab stop, the arrow keys, Home/End, Space); the
+numbers of a French page with a decimal comma.
+
+Reuses the session's built book (``built_book``); each test loads a page or two
+(a few seconds). Debian's /usr/bin/chromium through playwright, as in
+``tests/site/test_browser.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+
+import qkv
+from bookbuild.tools.browser import launch, serve, wait_for_math
+from bookbuild.tools.testing import require_chromium
+from qkv.page.explorables._base import SHARED_LABELS
+from qkv.page.explorables.masking import MaskEditor
+
+ROOT = Path(__file__).resolve().parents[2]
+HTML = ROOT / "_build" / "html"
+
+pytestmark = [pytest.mark.book, pytest.mark.browser]
+
+CHAPTERS = {
+    "qkv-x-abh": "book/attention-by-hand.html",
+    "qkv-x-sdp": "book/scaled-dot-product.html",
+    "qkv-x-mask": "book/masking.html",
+    "qkv-x-rope": "book/positions.html",
+}
+PREFIX = {"en": "", "fr": "fr/"}
+
+
+@pytest.fixture(scope="module")
+def site(built_book) -> Iterator[str]:
+    assert built_book.returncode == 0, built_book.output[-3000:]
+    with serve(HTML) as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def browser():
+    require_chromium()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = launch(playwright)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def open_explorable(site, browser):
+    """``open_explorable(kind, lang)``: the chapter of that explorable in that
+    language, loaded; returns (page, root). Page errors are kept in
+    ``page.errors``; the context is closed after the test."""
+    contexts = []
+
+    def open_(kind: str, lang: str = "en"):
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        contexts.append(context)
+        page = context.new_page()
+        page.errors = []
+        page.on("pageerror", lambda error: page.errors.append(str(error)))
+        page.on(
+            "console",
+            lambda message: (
+                page.errors.append(message.text) if message.type == "error" else None
+            ),
+        )
+        page.goto(f"{site}/{PREFIX[lang]}{CHAPTERS[kind]}", wait_until="load")
+        wait_for_math(page)
+        root = page.locator(f".qkv-explorable.{kind}")
+        assert root.count() == 1
+        root.locator(".qkv-w-live").wait_for()
+        return page, root
+
+    yield open_
+    for context in contexts:
+        context.close()
+
+
+def described_by(control) -> str:
+    """The text of the element that ``control``'s aria-describedby names."""
+    found = control.get_attribute("aria-describedby")
+    assert found, "the control names no description"
+    return control.page.locator(f"[id='{found}']").text_content()
+
+
+# --- a message on overflow and on a value that is not valid -----------------------
+
+
+@pytest.mark.parametrize("lang", ["en", "fr"])
+def test_an_overflow_is_said_in_the_page_language_and_cleared(open_explorable, lang):
+    page, root = open_explorable("qkv-x-abh", lang)
+    note = root.locator(".qkv-x-note")
+    assert note.get_attribute("role") == "status"
+    assert note.get_attribute("aria-live") == "polite"
+    message = SHARED_LABELS[lang]["overflow"]
+    assert message not in note.text_content()
+    box = root.locator("tbody tr.qkv-x-current input[type=number]").first
+    before = box.input_value()
+    box.fill("1e200")  # the query's score with itself, 1e400, overflows a double
+    assert message in note.text_content()
+    weights = root.locator("tbody tr td:nth-last-child(1)").all_text_contents()
+    assert "\u2014" in "".join(weights), weights  # the numbers show "—"
+    box.fill(before)  # a number that fits again: the message goes
+    assert message not in note.text_content()
+    assert "\u2014" not in "".join(
+        root.locator("tbody tr td:nth-last-child(1)").all_text_contents()
+    )
+    assert not page.errors, page.errors
+
+
+@pytest.mark.parametrize("lang", ["en", "fr"])
+def test_an_invalid_count_of_real_words_is_said_next_to_it(open_explorable, lang):
+    page, root = open_explorable("qkv-x-mask", lang)
+    n_words = len(json.loads(root.locator(".qkv-w-data").text_content())["words"])
+    real = root.locator("input[type=number]")
+    warning = real.get_attribute("aria-describedby")
+    region = root.locator(f"[id='{warning}']")
+    assert region.get_attribute("role") == "status"
+    assert region.get_attribute("aria-live") == "polite"
+    assert described_by(real) == ""
+    message = MaskEditor.LABELS[lang]["realInvalid"].replace("{max}", str(n_words))
+    mask = root.get_attribute("data-mask")
+    for wrong in ("0", str(n_words + 1), "2.5", ""):
+        real.fill(wrong)
+        assert real.get_attribute("aria-invalid") == "true", wrong
+        assert described_by(real) == message, wrong
+        assert root.get_attribute("data-mask") == mask  # the mask stays as it was
+    real.fill("2")  # valid again: the message and the red border go
+    assert real.get_attribute("aria-invalid") is None
+    assert described_by(real) == ""
+    assert not page.errors, page.errors
+
+
+# --- the mask editor's boxes: one grid --------------------------------------------
+
+WHERE = """(grid) => {
+    const boxes = [...grid.querySelectorAll("input[type=checkbox]")];
+    return [boxes.indexOf(document.activeElement),
+            boxes.filter((box) => box.tabIndex === 0).length,
+            grid.contains(document.activeElement)];
+}"""
+
+
+def test_the_mask_grid_is_one_tab_stop_and_the_arrows_move_in_it(open_explorable):
+    page, root = open_explorable("qkv-x-mask")
+    data = json.loads(root.locator(".qkv-w-data").text_content())
+    n = len(data["words"])
+    grid = root.locator("table[role=grid]")
+    assert grid.count() == 1
+    assert grid.locator("[role=gridcell] input[type=checkbox]").count() == n * n
+    assert grid.locator("tbody tr[role=row]").count() == n
+    handle = grid.element_handle()
+
+    def where() -> tuple[int, int]:
+        index, tab_stops, inside = page.evaluate(WHERE, handle)
+        assert tab_stops == 1, f"{tab_stops} tab stops in the grid"
+        assert inside and index >= 0, "the focus left the grid"
+        return divmod(index, n)
+
+    root.locator("input[type=number]").focus()
+    page.keyboard.press("Tab")  # one Tab: into the grid, on its first box
+    assert where() == (0, 0)
+    moves = [
+        ("ArrowRight", (0, 1)),
+        ("ArrowDown", (1, 1)),
+        ("End", (1, n - 1)),
+        ("ArrowRight", (1, n - 1)),  # at the edge: stays
+        ("Home", (1, 0)),
+        ("Control+End", (n - 1, n - 1)),
+        ("PageUp", (0, n - 1)),
+        ("Control+Home", (0, 0)),
+        ("ArrowUp", (0, 0)),
+        ("PageDown", (n - 1, 0)),
+        ("ArrowUp", (n - 2, 0)),
+        ("ArrowRight", (n - 2, 1)),
+    ]
+    for key, expected in moves:
+        page.keyboard.press(key)
+        assert where() == expected, key
+    i, j = expected
+    mask = torch.tensor(json.loads(root.get_attribute("data-mask")))
+    page.keyboard.press("Space")  # toggles the pair; the weights follow
+    mask[i, j] = ~mask[i, j]
+    assert torch.equal(torch.tensor(json.loads(root.get_attribute("data-mask"))), mask)
+    x = torch.tensor(data["x"], dtype=torch.float64)
+    _, expected_weights = qkv.scaled_dot_product_attention(
+        x, x, x, attn_mask=mask, scale=data["scale"]
+    )
+    shown = torch.tensor(
+        json.loads(root.get_attribute("data-weights")), dtype=torch.float64
+    )
+    torch.testing.assert_close(shown, expected_weights, rtol=0, atol=1e-6)
+    assert root.locator("select").input_value() == "custom"
+    page.keyboard.press("Tab")  # one Tab: out of the grid
+    assert not page.evaluate(WHERE, handle)[2], "Tab stayed in the grid"
+    page.keyboard.press("Shift+Tab")  # back in, on the box last focused
+    assert where() == (i, j)
+    page.keyboard.press("Shift+Tab")  # and out again, to the count of real words
+    assert page.evaluate("document.activeElement.type") == "number"
+    assert not page.errors, page.errors
+
+
+# --- numbers the French way ----------------------------------------------------------
+
+ENGLISH_DECIMAL = re.compile(r"\d\.\d")
+FRENCH_DECIMAL = re.compile(r"\d,\d")
+
+
+@pytest.mark.parametrize("kind", CHAPTERS)
+def test_on_a_french_page_an_explorable_prints_decimal_commas(open_explorable, kind):
+    page, root = open_explorable(kind, "fr")
+    if kind == "qkv-x-sdp":  # after a change too: a smaller d_k
+        root.locator("input[type=range]").focus()
+        page.keyboard.press("ArrowLeft")
+    text = root.locator(".qkv-w-live").inner_text()
+    assert FRENCH_DECIMAL.search(text), text
+    assert not ENGLISH_DECIMAL.search(text), ENGLISH_DECIMAL.findall(text)
+    assert not page.errors, page.errors
+
+
+def test_on_an_english_page_the_points_stay(open_explorable):
+    page, root = open_explorable("qkv-x-mask")
+    text = root.locator(".qkv-w-live").inner_text()
+    assert ENGLISH_DECIMAL.search(text) and not FRENCH_DECIMAL.search(text), text
+    assert not page.errors, page.errors
