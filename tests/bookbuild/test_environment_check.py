@@ -87,6 +87,20 @@ def test_each_fault_is_named():
     assert "exit code -11" in problems(ROOT, crashed)[0]
 
 
+def test_a_copy_of_the_checkout_may_use_its_qkv(tmp_path):
+    """``make same-site`` builds a copy of the checkout with the checkout's venv:
+    the qkv it imports is elsewhere but the same code."""
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(OWN_QKV.parent, copy / "src" / "qkv")
+    (copy / "requirements.txt").write_text(f"torch=={PIN}\n", encoding="utf-8")
+    assert problems(copy, found()) == []
+    (copy / "src" / "qkv" / "attention.py").write_text("# edited\n")
+    (wrong,) = problems(copy, found())
+    assert "differs from this checkout's" in wrong
+
+
 def test_a_book_without_its_own_package_or_pin_only_needs_the_imports(tmp_path):
     assert environment.pinned_torch(tmp_path) is None
     assert problems(tmp_path, found("1.0.0", "/anywhere/qkv/__init__.py")) == []
@@ -115,7 +129,7 @@ def test_the_fingerprint_follows_what_torch_is_imported_from(tmp_path, monkeypat
     [
         ("raise ImportError('hidden by the test')\n", None, "torch does not import"),
         ("__version__ = '2.12.1'\n", None, "torch is 2.12.1, the book pins"),
-        ("__version__ = '2.13.0+cpu'\n", "", "not from this checkout's"),
+        ("__version__ = '2.13.0+cpu'\n", "", "differs from this checkout's"),
     ],
     ids=["torch-missing", "torch-version", "qkv-elsewhere"],
 )

@@ -142,12 +142,32 @@ def problems(root: Path, found: dict) -> list[str]:
     else:
         own = own_qkv(root)
         used = Path(qkv.get("file") or "").resolve()
-        if own is not None and used != own:
+        if own is not None and used != own and not same_code(used.parent, own.parent):
             wrong.append(
-                f"qkv is imported from {used.parent}, not from this checkout's "
-                f"{own.parent} (installed from another checkout?)"
+                f"qkv is imported from {used.parent}, whose code differs from this "
+                f"checkout's {own.parent} (installed from another checkout?)"
             )
     return wrong
+
+
+def same_code(one: Path, other: Path) -> bool:
+    """Whether two folders hold the same files with the same bytes (Python
+    caches left out): a copy of the checkout built with the checkout's venv,
+    as ``make same-site`` builds one, imports the same code."""
+
+    def files(folder: Path) -> dict[str, Path]:
+        return {
+            str(path.relative_to(folder)): path
+            for path in folder.rglob("*")
+            if path.is_file()
+            and "__pycache__" not in path.parts
+            and path.suffix not in {".pyc", ".pyo"}
+        }
+
+    mine, theirs = files(one), files(other)
+    return sorted(mine) == sorted(theirs) and all(
+        mine[name].read_bytes() == theirs[name].read_bytes() for name in mine
+    )
 
 
 def _stat(path: Path | str | None) -> str:
