@@ -291,8 +291,12 @@ def serious_violations(results: dict, where: str) -> list[str]:
     ]
 
 
-#: How many pages the survey loads at once (one Chromium renderer each; two cores).
-PAGES_AT_ONCE = 2
+#: How many pages the survey loads at once (one Chromium renderer each; two
+#: cores, and each page waits on Python between its steps).
+PAGES_AT_ONCE = 3
+# Two animation frames: the layout of a resized window is done.
+TWO_FRAMES = """() => new Promise(done =>
+    requestAnimationFrame(() => requestAnimationFrame(done)))"""
 LAPTOP = {"width": 1280, "height": 900}
 PHONE = {"width": 390, "height": 844}
 
@@ -341,8 +345,9 @@ class Visit:
 @dataclass
 class Survey:
     """Every page of the site, each loaded once at a laptop's width (offline
-    checks, math, equations, figures and axe-core, in that order) and once more
-    at a phone's width (the document's width; the English pages' equations)."""
+    checks, math, equations, figures), then measured at a phone's width (the
+    document's width; the English pages' equations), then back at a laptop's
+    width for axe-core (which opens every folded box)."""
 
     laptop: dict[str, Visit]
     phone: dict[str, Visit]
@@ -451,9 +456,9 @@ async def check_accessibility(
 
 
 async def survey_pages(site: str) -> Survey:
-    """Load every page, ``PAGES_AT_ONCE`` at a time in one Chromium (each page
-    renders in its own process: the cores work in parallel), and record what
-    each test of this module checks, so that no page is loaded twice at one width."""
+    """Load every page once, ``PAGES_AT_ONCE`` at a time in one Chromium (each
+    page renders in its own process: the cores work in parallel), and record
+    what each test of this module checks, at both widths (Survey)."""
     from axe_playwright_python.async_playwright import Axe
     from playwright.async_api import async_playwright
 
@@ -467,17 +472,15 @@ async def survey_pages(site: str) -> Survey:
     with_code = code_contrast_pages(styles)
     laptop = {url: Visit(url) for url in page_urls(site)}
     phone = {url: Visit(url) for url in page_urls(site)}
-    queue: asyncio.Queue[tuple[Visit, dict]] = asyncio.Queue()
+    queue: asyncio.Queue[Visit] = asyncio.Queue()
     for visit in laptop.values():
-        queue.put_nowait((visit, LAPTOP))
-    for visit in phone.values():
-        queue.put_nowait((visit, PHONE))
+        queue.put_nowait(visit)
 
     async def work(browser) -> None:
         while not queue.empty():
-            visit, viewport = queue.get_nowait()
+            visit = queue.get_nowait()
             name = visit.url.removeprefix(f"{site}/").removesuffix(".html")
-            context = await browser.new_context(viewport=viewport)
+            context = await browser.new_context(viewport=LAPTOP)
             try:
                 page = await context.new_page()
                 listen(page, visit)
@@ -485,14 +488,21 @@ async def survey_pages(site: str) -> Survey:
                 await wait_for_math_async(page)
                 if name in english:
                     visit.equations = await page.evaluate(EQUATIONS)
-                if viewport is PHONE:
-                    visit.width = await page.evaluate(DOCUMENT_WIDTH)
-                    continue
                 visit.math_blocks = await page.locator(".math").count()
                 visit.typeset = await page.locator("mjx-container").count()
                 visit.math_errors = await page.locator("mjx-merror").count()
                 if name in chapters:
                     visit.figures = await page.evaluate(FIGURES)
+                # The same page at a phone's width (the layout follows the
+                # window: CSS media queries, no script sizes anything once).
+                await page.set_viewport_size(PHONE)
+                await page.evaluate(TWO_FRAMES)
+                small = phone[visit.url]
+                small.width = await page.evaluate(DOCUMENT_WIDTH)
+                if name in english:
+                    small.equations = await page.evaluate(EQUATIONS)
+                await page.set_viewport_size(LAPTOP)
+                await page.evaluate(TWO_FRAMES)
                 translation = name.startswith("fr/")  # see check_accessibility
                 await check_accessibility(
                     page, axe, visit, translation, with_code=name in with_code
