@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
@@ -31,7 +31,11 @@ ROOT = Path(__file__).resolve().parents[2]
 HTML = ROOT / "_build" / "html"
 
 
-pytestmark = [pytest.mark.book, pytest.mark.browser]
+pytestmark = [
+    pytest.mark.book,
+    pytest.mark.browser,
+    pytest.mark.usefixtures("survey_started"),  # from the first test on
+]
 
 
 @pytest.fixture(scope="module")
@@ -266,6 +270,104 @@ def test_french_search_finds_french_words(site, browser):
         assert not errors, errors
     finally:
         context.close()
+
+
+#: A 1280x800 screen at 150% and 200% zoom, as the page sees it (CSS pixels).
+ZOOMED = [{"width": 853, "height": 533}, {"width": 640, "height": 400}]
+
+# Scroll the page until the widget's top is just below the page's sticky header
+# (or, with "bottom", its bottom at the bottom of the screen), the last move
+# upwards: the theme shows "Back to top" while the reader scrolls up.
+PLACE_WIDGET = """async ([index, where]) => {
+    const root = document.querySelectorAll('.qkv-w-ready')[index];
+    const header = document.querySelector('.bd-header-article');
+    const below = header ? header.getBoundingClientRect().bottom : 0;
+    const rect = root.getBoundingClientRect();
+    const shift = where === 'top'
+        ? rect.top - below - 8 : rect.bottom - innerHeight + 8;
+    const frames = () => new Promise(
+        done => requestAnimationFrame(() => requestAnimationFrame(done)));
+    const target = scrollY + shift;
+    window.scrollTo(0, target + 80);
+    await frames();
+    window.scrollTo(0, target);
+    await frames();
+}"""
+# The widget's box, the room under the header, and what covers the widget's last
+# row (its bottom 30 pixels, sampled every 15 pixels across): any element on top
+# there that is not part of the widget, or a point off the screen.
+WIDGET_FIT = """(index) => {
+    const root = document.querySelectorAll('.qkv-w-ready')[index];
+    const header = document.querySelector('.bd-header-article');
+    const below = header ? header.getBoundingClientRect().bottom : 0;
+    const rect = root.getBoundingClientRect();
+    const covered = new Set();
+    for (const up of [3, 15, 27]) {
+        for (let x = rect.left + 3; x < rect.right - 3; x += 15) {
+            const hit = document.elementFromPoint(x, rect.bottom - up);
+            if (!hit) covered.add('off the screen');
+            else if (!root.contains(hit)) {
+                covered.add(hit.id || hit.getAttribute('class') || hit.tagName);
+            }
+        }
+    }
+    const button = document.getElementById('pst-back-to-top');
+    return {
+        id: root.id, height: rect.height, top: rect.top, bottom: rect.bottom,
+        room: innerHeight - below, below, viewport: innerHeight,
+        button: button ? getComputedStyle(button).display : 'none',
+        covered: [...covered],
+    };
+}"""
+
+
+def widget_pages() -> list[str]:
+    """The English pages with a widget (the head view, the explorables)."""
+    return [
+        name
+        for name in pages(ROOT)
+        if 'class="qkv-w-live' in (HTML / f"{name}.html").read_text(encoding="utf-8")
+    ]
+
+
+def test_widgets_fit_a_zoomed_laptop_screen(site, browser):
+    """On a 1280x800 screen at 150% and 200% zoom, each widget fits in the screen
+    under the page's header (what is longer scrolls inside it), and nothing,
+    "Back to top" included, covers its last row when it is in view. One load per
+    page: the zoom changes the viewport, which the page lays out again."""
+    names = widget_pages()
+    assert len(names) >= 5, names  # the head view and the four explorables
+    problems, widgets = [], 0
+    for name in names:
+        context = browser.new_context(viewport=ZOOMED[0], device_scale_factor=2)
+        try:
+            page = context.new_page()
+            page.goto(f"{site}/{name}.html", wait_until="load")
+            wait_for_math(page)
+            page.locator(".qkv-w-ready").first.wait_for()
+            count = page.locator(".qkv-w-ready").count()
+            for viewport in ZOOMED:
+                page.set_viewport_size(viewport)
+                for index in range(count):
+                    widgets += 1
+                    for where in ("top", "bottom"):
+                        page.evaluate(PLACE_WIDGET, [index, where])
+                        fit = page.evaluate(WIDGET_FIT, index)
+                        at = f"{name} {fit['id']} at {viewport['width']}x"
+                        at += f"{viewport['height']} ({where})"
+                        if fit["height"] > fit["room"]:
+                            problems.append(
+                                f"{at}: {fit['height']:.0f} px high, "
+                                f"{fit['room']:.0f} px under the header"
+                            )
+                        elif fit["covered"]:
+                            problems.append(f"{at}: last row under {fit['covered']}")
+                        if fit["button"] == "none":
+                            problems.append(f"{at}: Back to top not shown")
+        finally:
+            context.close()
+    assert widgets >= 2 * len(names), widgets
+    assert not problems, "\n".join(problems)
 
 
 # Every SVG figure with a caption: its source, width on the page and the
@@ -520,13 +622,24 @@ async def survey_pages(site: str) -> Survey:
 
 
 @pytest.fixture(scope="module")
-def survey(site) -> Survey:
-    """The survey of every page, once for the module's five whole-site tests,
-    through playwright's asynchronous API in a thread of its own (the module's
-    ``browser`` is the synchronous API's, in this thread)."""
+def survey_started(request, site) -> Iterator[Future | None]:
+    """The survey of every page, started by the module's first test, through
+    playwright's asynchronous API in a thread of its own (the module's
+    ``browser`` is the synchronous API's, in this thread): the module's other
+    tests, above, run while it works; its five whole-site tests, last in the
+    module, wait for it. Not started when no selected test reads it."""
+    wanted = any("survey" in item.fixturenames for item in request.session.items)
+    if not wanted:
+        yield None
+        return
     require_chromium()
     with ThreadPoolExecutor(max_workers=1) as thread:
-        return thread.submit(asyncio.run, survey_pages(site)).result()
+        yield thread.submit(asyncio.run, survey_pages(site))
+
+
+@pytest.fixture(scope="module")
+def survey(survey_started) -> Survey:
+    return survey_started.result()
 
 
 def test_every_page_is_offline_clean_and_typesets_math(survey, site):
@@ -632,101 +745,3 @@ def test_no_page_is_wider_than_a_phone(survey, site):
         if visit.width["width"] > visit.width["viewport"]
     ]
     assert not too_wide, "\n".join(too_wide)
-
-
-#: A 1280x800 screen at 150% and 200% zoom, as the page sees it (CSS pixels).
-ZOOMED = [{"width": 853, "height": 533}, {"width": 640, "height": 400}]
-
-# Scroll the page until the widget's top is just below the page's sticky header
-# (or, with "bottom", its bottom at the bottom of the screen), the last move
-# upwards: the theme shows "Back to top" while the reader scrolls up.
-PLACE_WIDGET = """async ([index, where]) => {
-    const root = document.querySelectorAll('.qkv-w-ready')[index];
-    const header = document.querySelector('.bd-header-article');
-    const below = header ? header.getBoundingClientRect().bottom : 0;
-    const rect = root.getBoundingClientRect();
-    const shift = where === 'top'
-        ? rect.top - below - 8 : rect.bottom - innerHeight + 8;
-    const frames = () => new Promise(
-        done => requestAnimationFrame(() => requestAnimationFrame(done)));
-    const target = scrollY + shift;
-    window.scrollTo(0, target + 80);
-    await frames();
-    window.scrollTo(0, target);
-    await frames();
-}"""
-# The widget's box, the room under the header, and what covers the widget's last
-# row (its bottom 30 pixels, sampled every 15 pixels across): any element on top
-# there that is not part of the widget, or a point off the screen.
-WIDGET_FIT = """(index) => {
-    const root = document.querySelectorAll('.qkv-w-ready')[index];
-    const header = document.querySelector('.bd-header-article');
-    const below = header ? header.getBoundingClientRect().bottom : 0;
-    const rect = root.getBoundingClientRect();
-    const covered = new Set();
-    for (const up of [3, 15, 27]) {
-        for (let x = rect.left + 3; x < rect.right - 3; x += 15) {
-            const hit = document.elementFromPoint(x, rect.bottom - up);
-            if (!hit) covered.add('off the screen');
-            else if (!root.contains(hit)) {
-                covered.add(hit.id || hit.getAttribute('class') || hit.tagName);
-            }
-        }
-    }
-    const button = document.getElementById('pst-back-to-top');
-    return {
-        id: root.id, height: rect.height, top: rect.top, bottom: rect.bottom,
-        room: innerHeight - below, below, viewport: innerHeight,
-        button: button ? getComputedStyle(button).display : 'none',
-        covered: [...covered],
-    };
-}"""
-
-
-def widget_pages() -> list[str]:
-    """The English pages with a widget (the head view, the explorables)."""
-    return [
-        name
-        for name in pages(ROOT)
-        if 'class="qkv-w-live' in (HTML / f"{name}.html").read_text(encoding="utf-8")
-    ]
-
-
-def test_widgets_fit_a_zoomed_laptop_screen(site, browser):
-    """On a 1280x800 screen at 150% and 200% zoom, each widget fits in the screen
-    under the page's header (what is longer scrolls inside it), and nothing,
-    "Back to top" included, covers its last row when it is in view. One load per
-    page: the zoom changes the viewport, which the page lays out again."""
-    names = widget_pages()
-    assert len(names) >= 5, names  # the head view and the four explorables
-    problems, widgets = [], 0
-    for name in names:
-        context = browser.new_context(viewport=ZOOMED[0], device_scale_factor=2)
-        try:
-            page = context.new_page()
-            page.goto(f"{site}/{name}.html", wait_until="load")
-            wait_for_math(page)
-            page.locator(".qkv-w-ready").first.wait_for()
-            count = page.locator(".qkv-w-ready").count()
-            for viewport in ZOOMED:
-                page.set_viewport_size(viewport)
-                for index in range(count):
-                    widgets += 1
-                    for where in ("top", "bottom"):
-                        page.evaluate(PLACE_WIDGET, [index, where])
-                        fit = page.evaluate(WIDGET_FIT, index)
-                        at = f"{name} {fit['id']} at {viewport['width']}x"
-                        at += f"{viewport['height']} ({where})"
-                        if fit["height"] > fit["room"]:
-                            problems.append(
-                                f"{at}: {fit['height']:.0f} px high, "
-                                f"{fit['room']:.0f} px under the header"
-                            )
-                        elif fit["covered"]:
-                            problems.append(f"{at}: last row under {fit['covered']}")
-                        if fit["button"] == "none":
-                            problems.append(f"{at}: Back to top not shown")
-        finally:
-            context.close()
-    assert widgets >= 2 * len(names), widgets
-    assert not problems, "\n".join(problems)
