@@ -15,11 +15,17 @@ import os
 import random
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from bookbuild.tools.testing import BuildResult, build_book, write_small_book
+from bookbuild.tools.testing import (
+    BuildResult,
+    build_book,
+    require_chromium,
+    write_small_book,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -69,6 +75,30 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     random.seed(0)
     np.random.seed(0)
     torch.manual_seed(0)
+
+
+@pytest.fixture(scope="module")
+def site(built_book) -> Iterator[str]:
+    """The built site served on 127.0.0.1 (a free port), as a base URL."""
+    from bookbuild.tools.browser import serve
+
+    assert built_book.returncode == 0, built_book.output[-3000:]
+    with serve(ROOT / "_build" / "html") as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's Chromium, through playwright's synchronous API."""
+    require_chromium()
+    from playwright.sync_api import sync_playwright
+
+    from bookbuild.tools.browser import launch
+
+    with sync_playwright() as playwright:
+        chromium = launch(playwright)
+        yield chromium
+        chromium.close()
 
 
 @pytest.fixture(scope="session")

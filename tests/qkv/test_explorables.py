@@ -25,8 +25,8 @@ import pytest
 import torch
 
 import qkv
-from bookbuild.tools.browser import launch, serve, wait_for_math
-from bookbuild.tools.testing import outside_references, require_chromium
+from bookbuild.tools.browser import wait_for_math
+from bookbuild.tools.testing import outside_references
 from qkv.examples import SIX_WORDS, six_word_embeddings
 from qkv.page import explorables
 from qkv.page.explorables import seeded
@@ -350,17 +350,6 @@ def test_bad_arguments_raise_a_value_error_that_names_them(make, message):
 
 
 # --- in the browser ----------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def browser():
-    require_chromium()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = launch(playwright)
-        yield chromium
-        chromium.close()
 
 
 def write_page(folder: Path, name: str, blocks: list[str], lang: str = "en") -> str:
@@ -749,13 +738,6 @@ CHAPTERS = {
     "qkv-x-mask": "book/masking.html",
     "qkv-x-rope": "book/positions.html",
 }
-
-
-@pytest.fixture(scope="module")
-def site(built_book):
-    assert built_book.returncode == 0, built_book.output[-3000:]
-    with serve(HTML) as base:
-        yield base
 
 
 def open_chapter(browser, url: str):

@@ -19,9 +19,7 @@ import pytest
 
 from bookbuild.toc import lessons, pages
 from bookbuild.tools.browser import (
-    launch,
     launch_async,
-    serve,
     wait_for_math,
     wait_for_math_async,
 )
@@ -36,25 +34,6 @@ pytestmark = [
     pytest.mark.browser,
     pytest.mark.usefixtures("survey_started"),  # from the first test on
 ]
-
-
-@pytest.fixture(scope="module")
-def site(built_book) -> Iterator[str]:
-    """The built site served on 127.0.0.1 (a free port), as a base URL."""
-    assert built_book.returncode == 0, built_book.output[-3000:]
-    with serve(HTML) as base:
-        yield base
-
-
-@pytest.fixture(scope="module")
-def browser():
-    require_chromium()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = launch(playwright)
-        yield chromium
-        chromium.close()
 
 
 def visit(browser, url: str):

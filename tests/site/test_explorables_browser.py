@@ -13,15 +13,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import torch
 
 import qkv
-from bookbuild.tools.browser import launch, serve, wait_for_math
-from bookbuild.tools.testing import require_chromium
+from bookbuild.tools.browser import wait_for_math
 from qkv.page.explorables._base import SHARED_LABELS
 from qkv.page.explorables.masking import MaskEditor
 
@@ -37,24 +35,6 @@ CHAPTERS = {
     "qkv-x-rope": "book/positions.html",
 }
 PREFIX = {"en": "", "fr": "fr/"}
-
-
-@pytest.fixture(scope="module")
-def site(built_book) -> Iterator[str]:
-    assert built_book.returncode == 0, built_book.output[-3000:]
-    with serve(HTML) as base:
-        yield base
-
-
-@pytest.fixture(scope="module")
-def browser():
-    require_chromium()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = launch(playwright)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture

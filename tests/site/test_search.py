@@ -9,7 +9,6 @@ Chromium; the first ones, on the folding and the index entries, build nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,8 +21,6 @@ from bookbuild.site.search_index import (
     folding,
     search_language,
 )
-from bookbuild.tools.browser import launch, serve
-from bookbuild.tools.testing import require_chromium
 
 ROOT = Path(__file__).resolve().parents[2]
 HTML = ROOT / "_build" / "html"
@@ -93,25 +90,6 @@ def test_a_glossary_term_and_its_original_are_two_entries():
 
 
 # -- the built site, in Chromium -----------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def site(built_book) -> Iterator[str]:
-    """The built site served on 127.0.0.1 (a free port), as a base URL."""
-    assert built_book.returncode == 0, built_book.output[-3000:]
-    with serve(HTML) as base:
-        yield base
-
-
-@pytest.fixture(scope="module")
-def browser():
-    require_chromium()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = launch(playwright)
-        yield chromium
-        chromium.close()
 
 
 #: True once Sphinx's search page has shown all its results (or none).
