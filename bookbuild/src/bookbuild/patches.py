@@ -115,7 +115,8 @@ REGISTRY: tuple[Patch, ...] = (
         distribution="sphinx",
         version="7.4.7",
         make=search_index.in_page_order,
-        why="index entries in page order: an incremental build writes a clean one's",
+        # Also pins the Sphinx whose searchtools.js site/static/search.js wraps.
+        why="index entries in page order, without accents, a term's original too",
     ),
 )
 
