@@ -111,7 +111,7 @@ def execute(project_nb, execution: dict, manager=WarmKernelManager):
     from jupyter_cache.executors.utils import ExecutionResult
     from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
-    cwd = str(Path(project_nb.uri).parent)
+    cwd = str(source_path(project_nb.uri).parent)  # a translation's too
     notebook = project_nb.nb  # executed in place (a retry clears each output)
     client = client_class()(
         notebook,
@@ -317,9 +317,10 @@ def store(cache, project_nb, result, root: Path | None = None) -> int:
 
     if result.err is not None:
         print(failure_report(project_nb, result.err, root), flush=True)
-        NbProjectRecord.set_traceback(project_nb.uri, result.exc_string, cache.db)
+        if project_nb.pk:  # not a translation's run (not a project record)
+            NbProjectRecord.set_traceback(project_nb.uri, result.exc_string, cache.db)
         if root is not None:
-            page = Path(project_nb.uri).relative_to(root).with_suffix("")
+            page = source_path(project_nb.uri).relative_to(root).with_suffix("")
             forget_pages(root, page.as_posix())
         return 1
     join_streams(project_nb.nb)  # executed in place
@@ -391,7 +392,8 @@ def _prefill(root: Path) -> int:
         if not Path(record.uri).is_file():  # a chapter that was deleted
             cache.remove_nb_from_project(record.pk)
     todo = cache.list_unexecuted()
-    if not todo:
+    translated = translated_notebooks(root, cache)
+    if not todo and not translated:
         print(f"prefill: all chapters cached ({time.perf_counter() - start:.1f} s)")
         return 0
     kernels.start_warm_process()
@@ -401,17 +403,25 @@ def _prefill(root: Path) -> int:
     # the chapters that train models are the long ones.
     runtimes_file = root / "_build" / ".jupyter_cache" / "runtimes.json"
     runtimes = json.loads(runtimes_file.read_text()) if runtimes_file.exists() else {}
-    todo.sort(
-        key=lambda r: (
-            -runtimes.get(Path(r.uri).stem, float("inf")),
-            -Path(r.uri).stat().st_size,
-        )
+
+    def longest_first(uri: str) -> tuple[float, int]:
+        seconds = runtimes.get(run_name(root, uri), float("inf"))
+        return (-seconds, -Path(uri).stat().st_size)
+
+    todo.sort(key=lambda r: longest_first(r.uri))
+    # The translations after every English chapter: their trained results and
+    # measurements are the English ones' (qkv's `remembered`), read, not redone.
+    translated.sort(key=lambda nb: longest_first(nb.uri))
+    names = ", ".join(
+        [Path(record.uri).stem for record in todo]
+        + [run_name(root, nb.uri) for nb in translated]
     )
-    names = ", ".join(Path(record.uri).stem for record in todo)
-    print(f"prefill: executing {len(todo)} chapter(s) in parallel: {names}", flush=True)
+    count = len(todo) + len(translated)
+    print(f"prefill: executing {count} chapter(s) in parallel: {names}", flush=True)
     NbProjectRecord.remove_tracebacks([r.pk for r in todo], cache.db)
     # Threads only wait on their kernels; the cache database is used from here.
     notebooks = [cache.get_project_notebook(record.pk) for record in todo]
+    notebooks += translated
     outcomes = []
     execution = config.get("execute") or {}
     # Ctrl-C from here on only sets `interrupted`: the main thread, which alone
@@ -431,7 +441,7 @@ def _prefill(root: Path) -> int:
                 status = "failed" if result.err is not None else f"{result.time:.1f} s"
                 print(
                     f"prefill: [{len(outcomes)}/{len(notebooks)}] "
-                    f"{Path(project_nb.uri).stem} ({status})",
+                    f"{run_name(root, project_nb.uri)} ({status})",
                     flush=True,
                 )
         if interrupted.is_set():
@@ -449,9 +459,8 @@ def _prefill(root: Path) -> int:
         _on_sigint(previous)
     failed = [uri for code, uri in outcomes if code != 0]
     for record in cache.list_cache_records():
-        stem = Path(record.uri).stem
         if record.data.get("execution_seconds") is not None:
-            runtimes[stem] = record.data["execution_seconds"]
+            runtimes[run_name(root, record.uri)] = record.data["execution_seconds"]
     runtimes_file.write_text(json.dumps(runtimes, indent=1, sort_keys=True))
     print(
         f"prefill: {len(outcomes) - len(failed)} executed, {len(failed)} failed "
@@ -466,6 +475,67 @@ def _prefill(root: Path) -> int:
         )
     )
     return 1 if failed else 0
+
+
+#: Where the prefill writes each chapter as a translation executes it (its code
+#: translated: bookbuild.i18n.code), ``<folder>/<language>/<page>.md``; what a
+#: failure report points at.
+TRANSLATED_SOURCES = Path("_build") / "translated-code"
+
+
+def _translation(uri: str) -> tuple[str, Path] | None:
+    """``(language, page path)`` of a translation's chapter (a file under
+    :data:`TRANSLATED_SOURCES`), else None."""
+    parts = Path(uri).parts
+    for at in range(len(parts) - 3):
+        if parts[at : at + 2] == TRANSLATED_SOURCES.parts:
+            return parts[at + 2], Path(*parts[:at], *parts[at + 3 :])
+    return None
+
+
+def run_name(root: Path, uri: str) -> str:
+    """A chapter's name in the prefill's lines and times: ``masking``, or
+    ``fr/masking`` for its French execution."""
+    found = _translation(uri)
+    return f"{found[0]}/{Path(uri).stem}" if found else Path(uri).stem
+
+
+def source_path(uri: str) -> Path:
+    """The chapter's own file, also for a translation's execution of it."""
+    found = _translation(uri)
+    return found[1] if found else Path(uri)
+
+
+def translated_notebooks(root: Path, cache) -> list:
+    """Each translated language's chapters not in the cache yet, as the
+    translation's build reads them (their code translated), ready to run."""
+    from jupyter_cache.base import ProjectNb
+    from myst_nb.core.read import read_myst_markdown_notebook
+
+    from bookbuild.i18n.code import CODE_CELL, translated_source
+    from bookbuild.i18n.translations import translated_languages
+
+    found = []
+    for language in translated_languages(root):
+        for page in pages(root):
+            if not is_notebook(root, page):
+                continue
+            english = (root / f"{page}.md").read_text(encoding="utf-8")
+            if not CODE_CELL.search(english):
+                continue
+            text = translated_source(root, page, language)
+            path = Path(root) / TRANSLATED_SOURCES / language / f"{page}.md"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if not path.is_file() or path.read_text(encoding="utf-8") != text:
+                path.write_text(text, encoding="utf-8")
+            notebook = read_myst_markdown_notebook(
+                text, add_source_map=True, path=str(path)
+            )
+            try:
+                cache.match_cache_notebook(notebook)
+            except KeyError:
+                found.append(ProjectNb(pk=0, uri=str(path), nb=notebook))
+    return found
 
 
 if __name__ == "__main__":

@@ -67,6 +67,7 @@ FIXES = (
     "bookbuild.i18n.alt_texts",
     "bookbuild.i18n.numbers",
     "bookbuild.i18n.citations",
+    "bookbuild.i18n.code",
 )
 
 

@@ -122,6 +122,8 @@ def read_catalogue(path: Path) -> dict[str, Message]:
     for message in catalogue:
         if not message.id or not isinstance(message.id, str):
             continue  # the header; plural forms are not used by Sphinx
+        if message.context:
+            continue  # a code message (bookbuild.i18n.code), not prose
         where = ", ".join(f"{f}:{n}" for f, n in message.locations[:1])
         messages[message.id] = Message(
             message.id, message.string or "", message.fuzzy, where
@@ -763,6 +765,10 @@ def extract(root: Path) -> int:
     for pot in target.rglob("*.pot"):
         if pot.relative_to(target).with_suffix("").as_posix() not in book_pages:
             pot.unlink()
+    if not code:  # the chapters' comments and strings, beside their prose
+        from bookbuild.i18n import code as code_messages
+
+        code_messages.extract(root, target)
     return code
 
 
@@ -966,6 +972,15 @@ def find_problems(root: Path, notices: list[str] | None = None) -> list[Problem]
                             f"{_short(message.msgstr)}",
                         )
                     )
+        from bookbuild.i18n import code as code_messages
+
+        for where, what, msgid in code_messages.problems(root, language):
+            page = where.split(".md:", 1)[0]
+            if strict != ALL and page not in strict:
+                continue
+            kind = "untranslated" if what.endswith("not translated") else "markup"
+            line = f"{language}: {where}: {what}: {_short(msgid)}"
+            found.append(Problem(language, page, kind, line))
         if strict != ALL:
             for page in sorted(strict & book_pages):
                 if not po_path(root, language, page).is_file() and page in sources:

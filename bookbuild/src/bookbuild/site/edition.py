@@ -122,8 +122,9 @@ def brand(app: Sphinx, config) -> None:
     config.html_theme_options = {**options, "logo": logo}
 
 
-#: What of a chapter's Markdown is never translated: the front matter, and the
-#: code cells (their source is the same in every edition).
+#: What of a chapter's Markdown the prose's catalogue never translates: the
+#: front matter, and the code cells (their comments and strings are translated
+#: by bookbuild.i18n.code).
 UNTRANSLATED = re.compile(
     r"\A---\n.*?^---[ \t]*$"  # the front matter
     r"|^(?P<fence>`{3,}|~{3,})\{code-cell\}.*?^(?P=fence)[ \t]*$",  # a code cell
@@ -172,7 +173,10 @@ def translate_sources(app: Sphinx, exception) -> None:
         english = source.read_text(encoding="utf-8")
         if copy.read_text(encoding="utf-8") != english:
             continue  # translated by an earlier build, and not copied again since
-        translated = translate_source(english, catalogue(app.env, app.config, docname))
+        from bookbuild.i18n.code import translated_code
+
+        code = translated_code(app, docname, english)  # comments and strings
+        translated = translate_source(code, catalogue(app.env, app.config, docname))
         if translated != english:
             copy.write_text(translated, encoding="utf-8")
 

@@ -450,8 +450,11 @@ def stable_ids(page: str, cells: list) -> None:
 def build_notebook(app: Sphinx, page: str, executed) -> nbformat.NotebookNode:
     from myst_nb.core.read import read_myst_markdown_notebook
 
+    from bookbuild.i18n.code import translated_code
+
     source_path = Path(app.srcdir) / f"{page}.md"
-    notebook = read_myst_markdown_notebook(source_path.read_text(encoding="utf-8"))
+    text = source_path.read_text(encoding="utf-8")
+    notebook = read_myst_markdown_notebook(translated_code(app, page, text))
     values = glue_values(executed) if executed is not None else {}
     resolver = Resolver(app)
     source_cells = notebook.cells
@@ -524,7 +527,7 @@ def _write_notebooks(app: Sphinx, exception: Exception | None) -> None:
             stale.unlink()  # a chapter that left the book
     for page in chapters:
         source = root / f"{page}.md"
-        record = records.get(str(source.resolve()))
+        record = _record(app, cache, page, source) or records.get(str(source.resolve()))
         target = folder / f"{Path(page).name}.ipynb"
         inputs = [shared, source.stat().st_mtime, _catalogue_time(app, page)]
         if record is not None:
@@ -535,6 +538,23 @@ def _write_notebooks(app: Sphinx, exception: Exception | None) -> None:
         notebook = build_notebook(app, page, executed)
         nbformat.validate(notebook)
         nbformat.write(notebook, target)
+
+
+def _record(app: Sphinx, cache, page: str, source: Path):
+    """The cache record of the page as this build executed it: in a
+    translation, the chapter with its code translated (bookbuild.i18n.code)."""
+    from myst_nb.core.read import read_myst_markdown_notebook
+
+    from bookbuild.i18n.code import translated_code
+
+    english = source.read_text(encoding="utf-8")
+    text = translated_code(app, page, english)
+    if text == english:
+        return None
+    try:
+        return cache.match_cache_notebook(read_myst_markdown_notebook(text))
+    except KeyError:
+        return None
 
 
 def _translations_folder(app: Sphinx) -> str:
