@@ -40,6 +40,7 @@ from __future__ import annotations
 import ast
 import io
 import re
+import sys
 import textwrap
 import tokenize
 from collections.abc import Iterator
@@ -481,3 +482,44 @@ def _read_translated(app, docname: str, source: list[str]) -> None:
 def setup(app) -> dict:
     app.connect("source-read", _read_translated)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
+
+
+def main(argv: list[str]) -> int:
+    """``python -m bookbuild.i18n.code diff|check PAGE... [--language fr]``:
+    the page's code as the translation runs it (a diff with the English), or
+    the problems of its code messages."""
+    import argparse
+    import difflib
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("command", choices=["diff", "check"])
+    parser.add_argument("pages", nargs="*", help="book/masking ...; all by default")
+    parser.add_argument("--language", default="fr")
+    args = parser.parse_args(argv)
+    root = Path(".").resolve()
+    if args.command == "diff":
+        for page in args.pages:
+            english = (root / f"{page}.md").read_text(encoding="utf-8")
+            translated = translated_source(root, page, args.language)
+            sys.stdout.writelines(
+                difflib.unified_diff(
+                    english.splitlines(True),
+                    translated.splitlines(True),
+                    f"{page}.md",
+                    f"{page}.md ({args.language})",
+                )
+            )
+        return 0
+    found = [
+        p
+        for p in problems(root, args.language)
+        if not args.pages or p[0].split(".md:")[0] in args.pages
+    ]
+    for where, what, msgid in found:
+        print(f"{where}: {what}: {msgid[:70]!r}")
+    print(f"{len(found)} problem(s)")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
