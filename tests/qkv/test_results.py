@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from qkv.experiments import _results, toy
+from qkv.experiments import _results, measure, toy
 from qkv.experiments._results import RESULTS, remembered, result_path
 
 
@@ -139,3 +139,56 @@ def test_two_processes_that_need_the_same_result_train_it_once(monkeypatch, tmp_
     assert len(Path(log).read_text().split()) == 1
     assert _slow_training(log, seed=7) == 7  # read back, not trained a third time
     assert len(Path(log).read_text().split()) == 1
+
+
+NOTEBOOK_FUNCTION = '''
+def {name}(x):
+    {doc}
+    total = 0  # {comment}
+    for value in x:
+        total += value * {factor}
+    return total
+'''
+
+
+def notebook_function(tmp_path, name, doc, comment, factor):
+    """A function defined in ``__main__`` (as a notebook's cell defines it),
+    from its own file so that its source can be read."""
+    path = tmp_path / f"{name}_{abs(hash((doc, comment, factor)))}.py"
+    path.write_text(
+        NOTEBOOK_FUNCTION.format(name=name, doc=doc, comment=comment, factor=factor)
+    )
+    space = {"__name__": "__main__"}
+    exec(compile(path.read_text(), str(path), "exec"), space)
+    return space[name]
+
+
+def test_a_notebook_s_function_is_keyed_by_what_it_does(tmp_path):
+    """A translated notebook's copy of a function (docstring and comments in
+    French) reads the English one's measurement back; other code does not."""
+    english = notebook_function(tmp_path, "f", '"""Sum, scaled."""', "start", 2)
+    french = notebook_function(tmp_path, "f", '"""Somme, multipliée."""', "début", 2)
+    other = notebook_function(tmp_path, "f", '"""Sum, scaled."""', "start", 3)
+    assert english.__module__ == "__main__"
+
+    def key(function):
+        return result_path(tmp_path, measure.timed, (function, [1, 2]), {})
+
+    assert key(english) == key(french)
+    assert key(english) != key(other)
+
+
+def test_a_measurement_is_kept_like_a_result(monkeypatch, tmp_path):
+    monkeypatch.setenv(RESULTS, str(tmp_path))
+    ticks = iter(range(100))
+
+    def clock():
+        return float(next(ticks))
+
+    first = measure.timed(sum, [1, 2, 3], repeats=2, clock=clock)
+    assert first == (6, 1.0)
+    # Read back, not measured again: the clock is not read.
+    assert measure.timed(sum, [1, 2, 3], repeats=2, clock=clock) == first
+    assert next(ticks) == 4
+    with pytest.raises(ValueError, match="repeats"):
+        measure.timed(sum, [1], repeats=0)

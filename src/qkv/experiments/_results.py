@@ -2,6 +2,9 @@
 
 Every ``train(seed, ...)`` of :mod:`qkv.experiments` is deterministic: the same
 function, the same arguments and the same code of ``qkv`` give the same result.
+The measurements of :mod:`qkv.experiments.measure` are kept the same way: a
+page's times are measured once per version of the code, and every edition of
+the page (English, French) shows the same ones.
 When the environment variable ``QKV_RESULTS`` names a folder, :func:`remembered`
 keeps each result there (``torch.save``), and a later call with the same arguments
 and the same code reads it back. Results sit in a folder per version of the code;
@@ -14,6 +17,7 @@ reader's notebook, every call trains.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import functools
 import hashlib
@@ -23,6 +27,8 @@ import os
 import pickle
 import shutil
 import sys
+import textwrap
+import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
@@ -74,12 +80,37 @@ class _ByContent(pickle.Pickler):
     bytes in every process (a tensor's own pickle is not)."""
 
     def persistent_id(self, obj):
+        if isinstance(obj, types.FunctionType) and (
+            obj.__module__ == "__main__" or "<" in obj.__qualname__
+        ):  # a notebook's function, a local one, a lambda: not importable
+            return ("function", obj.__qualname__, _code_of(obj))
         if isinstance(obj, torch.Tensor):
             flat = obj.detach().cpu().contiguous().reshape(-1)
             numbers = flat.view(torch.uint8).numpy()
             content = hashlib.sha256(numbers.tobytes()).hexdigest()
             return ("tensor", str(obj.dtype), tuple(obj.shape), content)
         return None
+
+
+def _code_of(function: types.FunctionType) -> str:
+    """A hash of what a notebook's function does: its syntax tree, without
+    its docstring and comments, so that a translated notebook's copy of it
+    (comments and docstring in another language) is the same function."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    except (OSError, TypeError, SyntaxError):
+        return function.__qualname__
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            node.body = body[1:] or [ast.Pass()]
+    return hashlib.sha256(ast.dump(tree).encode()).hexdigest()
 
 
 def _pickled(value: object) -> bytes:

@@ -9,7 +9,12 @@ The counts they are compared with are in :mod:`qkv.cost`. Four parts:
   :func:`log_log_slope`;
 * memory: :func:`peak_memory` / :func:`peak_memories` (in a fresh process, Linux
   and macOS), of the implementations in :data:`IMPLEMENTATIONS`;
-* decoding: :func:`time_decoding`, :func:`qkv.cost.decode` with each scheme.
+* decoding: :func:`time_decoding`, :func:`qkv.cost.decode` with each scheme;
+* any call: :func:`timed`, its result and its fastest time.
+
+What is measured is kept like a trained result (:func:`qkv.experiments._results.
+remembered`, when the build's ``QKV_RESULTS`` names a folder): measured once per
+version of the code on this machine, the same numbers in every edition of a page.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from qkv.attention import (
     tiled_attention,
 )
 from qkv.cost import DECODE_SCHEMES, decode, default_clock
+from qkv.experiments._results import remembered
 from qkv.validate import check_int
 
 __all__ = [
@@ -46,9 +52,11 @@ __all__ = [
     "peak_memories",
     "peak_memory",
     "time_decoding",
+    "timed",
 ]
 
 K = TypeVar("K", bound=Hashable)
+R = TypeVar("R")
 
 # ---------------------------------------------------------------------------
 # The machine
@@ -91,6 +99,7 @@ def _rotations(count: int, rounds: int) -> list[list[int]]:
     return [[(r + i) % count for i in range(count)] for r in range(rounds)]
 
 
+@remembered
 def interleaved_times(
     calls: Mapping[K, Callable[[], object]],
     rounds: int = 5,
@@ -133,6 +142,28 @@ def interleaved_times(
             calls[name]()
             times[name].append(clock() - start)
     return times
+
+
+@remembered
+def timed(
+    function: Callable[..., R],
+    *args: object,
+    repeats: int = 1,
+    clock: Callable[[], float] | None = None,
+) -> tuple[R, float]:
+    """``function(*args)``, called ``repeats`` times: its result and the
+    fastest of its times in seconds, by ``clock`` (default:
+    :func:`qkv.cost.default_clock`, the CPU time of this process).
+
+    Explained in the chapter *attention-by-hand*."""
+    repeats = check_int("repeats", repeats, minimum=1)
+    clock = clock or default_clock()
+    fastest, result = float("inf"), None
+    for _ in range(repeats):
+        start = clock()
+        result = function(*args)
+        fastest = min(fastest, clock() - start)
+    return result, fastest
 
 
 def log_log_slope(sizes: Sequence[float], seconds: Sequence[float]) -> float:
@@ -247,6 +278,7 @@ def peak_memory(name: str, sizes: list[int], dim: int = 64) -> dict[int, int]:
     return peak_memories([name], sizes, dim)[name]
 
 
+@remembered
 def peak_memories(
     names: list[str], sizes: list[int], dim: int = 64
 ) -> dict[str, dict[int, int]]:
@@ -275,6 +307,7 @@ def peak_memories(
 # ---------------------------------------------------------------------------
 
 
+@remembered
 def time_decoding(
     layer: MultiHeadAttention,
     inputs: Tensor,
