@@ -141,14 +141,14 @@ def test_two_processes_that_need_the_same_result_train_it_once(monkeypatch, tmp_
     assert len(Path(log).read_text().split()) == 1
 
 
-NOTEBOOK_FUNCTION = '''
+NOTEBOOK_FUNCTION = """
 def {name}(x):
     {doc}
     total = 0  # {comment}
     for value in x:
         total += value * {factor}
     return total
-'''
+"""
 
 
 def notebook_function(tmp_path, name, doc, comment, factor):
