@@ -202,7 +202,8 @@ def test_check_applies_the_markup_check_to_every_translated_message(tmp_path):
 
 def test_a_glued_phrase_no_catalogue_has_seen_is_a_notice(tmp_path):
     """A measurement that takes another branch on another machine glues a phrase
-    the translators have not seen: noted (shown in English), not a failure; a
+    the translators have not seen: noted (the translated build fails on it), not
+    a failure of the catalogues; a
     glued phrase that is in the catalogue but untranslated still fails."""
     _book(tmp_path, "[a]")
     pot = tmp_path / "_build" / "gettext"

@@ -829,7 +829,7 @@ class PageCount:
 
 
 def count(root: Path, language: str) -> list[PageCount]:
-    """Per page: its messages (as extracted), translated, fuzzy."""
+    """Per page: its messages (as extracted, its code's too), translated, fuzzy."""
     counts = []
     for page, source in _pages(root, language).items():
         wanted = read_catalogue(source)
@@ -841,7 +841,17 @@ def count(root: Path, language: str) -> list[PageCount]:
             if message is not None and message.msgstr.strip():
                 fuzzy += message.fuzzy
                 translated += not message.fuzzy
-        counts.append(PageCount(page, len(wanted), translated, fuzzy))
+        # and its code messages (bookbuild.i18n.code)
+        from bookbuild.i18n.code import code_messages
+
+        code_wanted, code_have = code_messages(source), code_messages(po)
+        for msgid in code_wanted:
+            text, is_fuzzy = code_have.get(msgid, ("", False))
+            if text.strip():
+                fuzzy += is_fuzzy
+                translated += not is_fuzzy
+        total = len(wanted) + len(code_wanted)
+        counts.append(PageCount(page, total, translated, fuzzy))
     return counts
 
 
@@ -904,8 +914,9 @@ class Problem:
 def problems(root: Path, notices: list[str] | None = None) -> list[str]:
     """Everything ``check`` reports (empty when the translations are sound).
     A glued phrase that is in no catalogue (a measurement took a branch the
-    translators have not seen) goes to ``notices`` instead: it is shown in
-    English, and a lecturer's build must not fail for a measurement."""
+    translators have not seen) goes to ``notices`` instead: the catalogues
+    are not wrong, but the translated build fails on it (bookbuild.i18n.glue)
+    until it is translated."""
     return [str(problem) for problem in find_problems(root, notices)]
 
 
@@ -939,7 +950,7 @@ def find_problems(root: Path, notices: list[str] | None = None) -> list[Problem]
                     if message is None and msgid in glued:
                         notices.append(
                             f"{language}: {page}: a glued phrase this build measured, "
-                            f"not in the catalogue yet (shown in English): "
+                            f"not in the catalogue yet (the French build fails on it): "
                             f"{_short(msgid)}"
                         )
                         continue
