@@ -196,3 +196,13 @@ def test_the_french_build_fails_on_a_phrase_of_the_table_left_in_english(small_b
     assert "3,8 fois plus rapide que la version naïve" in page
     assert r"T = 4\,096" in page and r"2{,}3" in page and r"0{,}5" in page
     assert f"juste dans 100{NNBSP}% des cas" in page
+
+
+def test_a_french_notebook_writes_its_formulas_the_french_way():
+    from bookbuild.site.notebooks import localise_formulas
+
+    text = "Scores $2.3$ and $0.5$, $$T = 4,096$$; 2.5 outside, $(2, 6)$."
+    assert localise_formulas(text, "fr") == (
+        r"Scores $2{,}3$ and $0{,}5$, $$T = 4\,096$$; 2.5 outside, $(2, 6)$."
+    )
+    assert localise_formulas(text, "en") == text

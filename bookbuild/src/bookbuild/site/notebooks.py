@@ -447,6 +447,24 @@ def stable_ids(page: str, cells: list) -> None:
         cell["id"] = digest if seen[digest] == 1 else f"{digest}-{seen[digest]}"
 
 
+#: A formula of a notebook's Markdown: ``$$...$$`` or ``$...$``.
+FORMULA = re.compile(r"\$\$(.+?)\$\$|(?<![\\$])\$([^$\n]+?)\$", re.S)
+
+
+def localise_formulas(text: str, language: str | None) -> str:
+    """Each formula of ``text`` with its numbers written the way of
+    ``language`` (:func:`bookbuild.i18n.numbers.localise_math`), as the page
+    writes them."""
+    from bookbuild.i18n.numbers import localise_math
+
+    def localise(match: re.Match) -> str:
+        if match.group(1) is not None:
+            return f"$${localise_math(match.group(1), language)}$$"
+        return f"${localise_math(match.group(2), language)}$"
+
+    return FORMULA.sub(localise, text)
+
+
 def build_notebook(app: Sphinx, page: str, executed) -> nbformat.NotebookNode:
     from myst_nb.core.read import read_myst_markdown_notebook
 
@@ -481,6 +499,8 @@ def build_notebook(app: Sphinx, page: str, executed) -> nbformat.NotebookNode:
             )
             if not text.strip():
                 continue
+            if has_own_numbers(app.config.language):  # 2{,}3 in French formulas
+                text = localise_formulas(text, app.config.language)
             new = nbformat.v4.new_markdown_cell(text)
             if attachments:
                 new["attachments"] = attachments
