@@ -76,7 +76,8 @@ TEXT_CALLS = frozenset(
 #: Keywords (and variables, assigned at the top of a statement) whose string
 #: values a reader reads.
 TEXT_KEYWORDS = frozenset(
-    {"label", "title", "xlabel", "ylabel", "headers", "caption", "labels"}
+    {"label", "title", "xlabel", "ylabel", "header", "headers", "columns", "caption"}
+    | {"labels"}
 )
 #: The widest line of code a page shows (bookbuild.tools.chapter_code).
 SHOWN_WIDTH = 77
