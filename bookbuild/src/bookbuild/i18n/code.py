@@ -76,8 +76,17 @@ TEXT_CALLS = frozenset(
 #: Keywords (and variables, assigned at the top of a statement) whose string
 #: values a reader reads.
 TEXT_KEYWORDS = frozenset(
-    {"label", "title", "xlabel", "ylabel", "header", "headers", "columns", "caption"}
-    | {"labels"}
+    {
+        "label",
+        "labels",
+        "title",
+        "xlabel",
+        "ylabel",
+        "header",
+        "headers",
+        "columns",
+        "caption",
+    }
 )
 #: The widest line of code a page shows (bookbuild.tools.chapter_code).
 SHOWN_WIDTH = 77
