@@ -193,3 +193,12 @@ def test_a_french_page_shows_what_its_french_code_printed(small_book):
     assert "# trois étapes" in french and 'qkv.set_language("fr")' in french
     page = text(root / "_build" / "html" / "lesson.html")
     assert "3 steps done in en" in page and "set_language" not in page
+
+
+def test_a_literal_that_is_a_message_is_translated_everywhere():
+    """A label somewhere, a key elsewhere: both translated, so the key still
+    finds its value."""
+    cell = 'scores = {"loss": 1}\nax.set_title("loss")\nprint(scores["loss"])\n'
+    assert messages_of(cell) == [("string", "loss")]
+    translated = code.translate_cell(cell, {"loss": "perte"})
+    assert translated.count('"perte"') == 3 and '"loss"' not in translated

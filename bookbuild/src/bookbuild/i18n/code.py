@@ -255,10 +255,31 @@ def _comment_lines(unit: Unit, translation: str, indent: str) -> list[str]:
     return [f"{indent}# {line}" for line in textwrap.wrap(translation, width)]
 
 
+def _strings(code: str) -> list[Unit]:
+    """Every string literal of ``code``, as a unit."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return []
+    return [
+        Unit("string", _string_text(t.string)[1], t.start[0], t.start, t.end)
+        for t in tokens
+        if t.type == tokenize.STRING
+    ]
+
+
 def translate_cell(code: str, messages: dict[str, str], shown: bool = True) -> str:
     """One cell's ``code`` with its code messages translated (a message with
-    no translation is kept)."""
+    no translation is kept). A string whose text is a message is translated
+    wherever it stands, also where it would not be one (a key of a dict whose
+    other use is a label): one literal, one text, in all of the code."""
     found = units(code, 1, shown)
+    taken = {unit.start for unit in found}
+    found += [
+        unit
+        for unit in _strings(code)
+        if unit.start not in taken and unit.msgid in messages
+    ]
     if not found:
         return code
     lines = code.split("\n")
