@@ -58,6 +58,7 @@ TEXT_CALLS = frozenset(
         "set_title",
         "suptitle",
         "title",
+        "titles",
         "xlabel",
         "ylabel",
         "text",
