@@ -93,6 +93,8 @@ le renard blanc -> the black mouse chases the white fox
 </pre></div></div></div>
 <figure><img alt="Carte de chaleur des poids" src="../_images/fig.svg"/></figure>
 <div class="qkv-w-live" hidden><label>Layer</label></div>
+<svg class="sd-octicon"><path d="M 0 0"/></svg>
+<svg><!-- largest weight --><text>poids</text></svg>
 </article>
 <footer>Built with the Jupyter Book</footer>
 </body></html>"""
@@ -103,13 +105,18 @@ SVG = """<svg xmlns="http://www.w3.org/2000/svg"><g id="text_1">
 
 
 @pytest.fixture(scope="module")
-def handmade(tmp_path_factory) -> english_words.Report:
+def handmade_site(tmp_path_factory) -> Path:
     site = tmp_path_factory.mktemp("site")
     (site / "fr" / "book").mkdir(parents=True)
     (site / "fr" / "_images").mkdir()
     (site / "fr" / "book" / "page.html").write_text(PAGE, encoding="utf-8")
     (site / "fr" / "_images" / "fig.svg").write_text(SVG, encoding="utf-8")
-    return count_site(site, ROOT, pages=["book/page"])
+    return site
+
+
+@pytest.fixture(scope="module")
+def handmade(handmade_site) -> english_words.Report:
+    return count_site(handmade_site, ROOT, pages=["book/page"])
 
 
 def found(report: english_words.Report, place: str) -> list[str]:
@@ -130,13 +137,37 @@ def test_tables_outputs_and_figures_are_counted_apart(handmade):
     # Output lines: True/None and tensor(...) are Python's, the six words with
     # their numbers and a translation of the task are examples; not the code.
     assert found(handmade, "outputs") == ["largest", "weight"]
-    # The figure's text is read from matplotlib's comments.
-    assert found(handmade, "figures") == ["training", "step"]
-    assert handmade.counts == {"pages": 9, "tables": 2, "outputs": 2, "figures": 2}
+    # A figure's text is read from matplotlib's comments (and <text>), in the
+    # page's inline SVG first, then in the SVG files its images show.
+    assert found(handmade, "figures") == ["largest", "weight", "training", "step"]
+    assert handmade.counts == {"pages": 9, "tables": 2, "outputs": 2, "figures": 4}
     assert handmade.figures == 1
     [(word, count, example)] = handmade.top_words(1)
-    assert (word, count) == ("this", 1)
-    assert example.startswith("book/page (pages): This sentence is English")
+    assert (word, count) == ("largest", 2)
+    assert example == "book/page (outputs): largest weight 0.5"
+
+
+def test_the_command_prints_the_counts_and_the_words(
+    handmade_site, capsys, monkeypatch
+):
+    monkeypatch.setattr(english_words, "pages_of", lambda root: ["book/page"])
+    assert english_words.main([str(handmade_site)]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith(
+        f"english-words: 17 English words on {handmade_site / 'fr'} (1 pages, 1 "
+        "figures): pages 9, tables 2, outputs 2, figures 4\n"
+    )
+    assert "     17  book/page  (pages 9, tables 2, outputs 2, figures 4)" in printed
+    assert "      2  largest        book/page (outputs): largest weight 0.5" in printed
+    assert english_words.main([str(handmade_site), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["counts"] == {"pages": 9, "tables": 2, "outputs": 2, "figures": 4}
+    assert report["top_words"][0] == {
+        "word": "largest",
+        "count": 2,
+        "example": "book/page (outputs): largest weight 0.5",
+    }
+    assert english_words.main([str(handmade_site / "nowhere")]) == 2
 
 
 def test_words_skip_identifiers_numbers_names_and_acronyms():

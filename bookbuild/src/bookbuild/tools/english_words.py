@@ -1,39 +1,44 @@
-"""``python -m bookbuild.tools.english_words [SITE] [--json]``: the English words
-left on the French site (issue 24), counted in four places.
+"""``python -m bookbuild.tools.english_words [SITE] [--json]`` (``make
+english-words``): the English words left on the French site (issue 24), counted
+in four places.
 
 Problem: the French edition's prose is translated, but what the code produces
 (outputs, tables, figure labels) may stay English, and nothing said how much.
 
 Answer: a count, without a dictionary download. The English words are those of
 the book's own English prose (the ``msgid`` of ``locales/fr/**/*.po``) less every
-word its French prose uses (the ``msgstr``, read the same way: so "attention",
-"position", "token" or "softmax", which the translators kept, are not English),
-plus a few English function words that never occur in French text
-(``FUNCTION_WORDS``). Roles' targets, inline code, math, links' addresses and
-quoted or emphasised glosses ("requête (*query*)", « journey ») are taken out of
-both before their words are read. A word is a run of 2+ letters, compared
-case-insensitively; a token with a digit, ``_`` or an inner dot (an identifier, a
-number), or with a capital after its first letter (``PyTorch``, ``GPU``,
-``RoPE``: names and acronyms) is not a word.
+word its French prose uses (their ``msgstr`` and ``bookbuild.i18n.messages``: so
+"attention", "position", "cache" or "test" are not English), plus English
+function words that never occur in French text (``FUNCTION_WORDS``), with three
+short lists read by hand (``ALLOWED``, ``FRENCH_TOO``, ``ENGLISH_TOO``). Roles'
+targets, inline code, math, links' addresses, quoted passages and emphasised
+glosses ("requête (*query*)") are taken out of both before their words are read.
+A word is a run of 2+ letters, compared in lower case; a token with a digit, an
+``_`` or an inner dot (an identifier, a number), or with a capital after its
+first letter (``PyTorch``, ``GPU``, ``RoPE``: names and acronyms) is no word, nor
+are paths, Python's ``True``/``None``, a name called (``tensor(``), WordPiece
+pieces (``##it``), package names and an author before "et al." or a citation.
+A word the English prose never uses is not counted (a limit of the method).
 
-Read on each French page of ``_toc.yml`` (``SITE/fr/<page>.html``), in its article
-only (``article.bd-article``: no header, sidebar, language menu or footer), in
-four places:
+Read on each French page of ``_toc.yml`` (``SITE/fr/<page>.html``) but the
+references, in its article only (``article.bd-article``: no header, sidebar,
+language menu or footer), in four places:
 
 - ``pages``: the page's text (prose, headings, captions, admonitions, the alt
-  texts of images);
-- ``tables``: the cells of tables in the page's text;
+  texts of images), less its emphasised and quoted words (« », “ ”): on a French
+  page those are mentions of English (a gloss, a title, an example), not prose;
+- ``tables``: the cells of tables in the page's text (the same way);
 - ``outputs``: what code cells printed or displayed (``div.cell_output``, its
-  text and HTML tables);
-- ``figures``: the text of the SVG figures the page shows (matplotlib's
-  ``svg.fonttype: path`` writes each text as a comment before its glyphs).
+  text and HTML tables), line by line;
+- ``figures``: the text of the SVG figures the page shows (``fr/_images/*.svg``:
+  matplotlib's ``svg.fonttype: path`` writes each text as a comment before its
+  glyphs) or draws inline.
 
 Not counted: code (cell inputs, inline code, literal blocks), math (MathJax
-source, ``div.math``), the references page and citations (the bibliography, the
-"Cite this chapter" box), scripts, styles; and the book's English examples, which
-a model reads in English (``EXAMPLES``, from ``qkv.examples``): the running
-sentence "Your journey starts with one step" and the pretrained model's sentence,
-whole, and their words alone in a label or a cell, or quoted.
+source, ``div.math``), citations (the bibliography, the "Cite this chapter"
+box), scripts, styles, what a page hides until its script runs (a widget's live
+part, whose labels the script writes in the page's language), and the book's
+English examples (``Examples``): the data a model reads or writes in English.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import cache
 from html import unescape
 from pathlib import Path
 
@@ -157,9 +163,10 @@ def _catalogue_words(root: Path) -> tuple[set[str], set[str]]:
     return english, french
 
 
+@cache
 def vocabulary(root: Path) -> frozenset[str]:
     """The words counted as English: the English prose's, less the French
-    prose's and ``ALLOWED``, plus ``FUNCTION_WORDS``."""
+    prose's and ``ALLOWED``, plus ``FUNCTION_WORDS`` (read once per process)."""
     from bookbuild.i18n.messages import FRENCH
 
     english, french = _catalogue_words(root)
@@ -275,7 +282,7 @@ def _classes(tag) -> set[str]:
     return set(tag.get("class") or ())
 
 
-SKIPPED_TAGS = {"script", "style", "code", "math", "svg"}
+SKIPPED_TAGS = {"script", "style", "code", "math"}
 SKIPPED_CLASSES = {
     "cell_input",  # code cells' source
     "math",  # MathJax source, inline and display
@@ -309,6 +316,12 @@ def _events(node, place: str, images: list[str]) -> Iterator[tuple[str, str]]:
         classes = _classes(child)
         if child.has_attr("hidden"):
             continue  # a widget's live part: its script writes the labels
+        if child.name == "svg":  # a figure drawn in the page (icons have no text)
+            for text in svg_texts(str(child)):
+                yield "", ""
+                yield "figures", text
+            yield "", ""
+            continue
         if child.name in SKIPPED_TAGS or classes & SKIPPED_CLASSES:
             if place == "outputs" and (child.name == "pre" or "highlight" in classes):
                 yield "", ""  # a printed output: text, not code
@@ -452,7 +465,8 @@ def count_site(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bookbuild.tools.english_words",
-        description=__doc__.split("\n")[0],
+        description="The English words left on the French site: page text, "
+        "tables, outputs and figures.",
     )
     parser.add_argument("site", nargs="?", default="_build/html", type=Path)
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="the book")
