@@ -151,15 +151,23 @@ def words(text: str) -> Iterator[tuple[str, int]]:
 
 
 def _catalogue_words(root: Path) -> tuple[set[str], set[str]]:
-    from bookbuild.i18n.translations import read_catalogue
+    """The words of the catalogues' English prose (messages without a context),
+    and of all their French (prose and, where a catalogue has them, the
+    chapters' code messages: more evidence that a word is French)."""
+    from babel.messages.pofile import read_po
 
     english: set[str] = set()
     french: set[str] = set()
     for po in sorted((root / "locales").glob("fr/LC_MESSAGES/**/*.po")):
-        for message in read_catalogue(po).values():
-            english.update(w for w, _ in words(_without_markup(message.msgid)))
-            if message.msgstr:
-                french.update(w for w, _ in words(_without_markup(message.msgstr)))
+        with open(po, "rb") as handle:
+            catalogue = read_po(handle, charset="utf-8")
+        for message in catalogue:
+            if not message.id or not isinstance(message.id, str):
+                continue  # the header
+            if not message.context:
+                english.update(w for w, _ in words(_without_markup(message.id)))
+            if isinstance(message.string, str) and message.string:
+                french.update(w for w, _ in words(_without_markup(message.string)))
     return english, french
 
 
@@ -394,11 +402,12 @@ class Report:
     hits: list[Hit]
     figures: int
 
-    def top_words(self, n: int = 30) -> list[tuple[str, int, str]]:
-        """The ``n`` most frequent words: (word, count, one context)."""
-        counts = Counter(hit.word for hit in self.hits)
+    def top_words(self, n: int = 30, place: str = "") -> list[tuple[str, int, str]]:
+        """The ``n`` most frequent words (of one ``place``, or of all): (word,
+        count, one context)."""
+        hits = [hit for hit in self.hits if not place or hit.place == place]
         first: dict[str, Hit] = {}
-        for hit in self.hits:
+        for hit in hits:
             first.setdefault(hit.word, hit)
         return [
             (
@@ -406,7 +415,7 @@ class Report:
                 k,
                 f"{first[word].page} ({first[word].place}): {first[word].context}",
             )
-            for word, k in counts.most_common(n)
+            for word, k in Counter(hit.word for hit in hits).most_common(n)
         ]
 
     def top_pages(self, n: int = 10) -> list[tuple[str, int]]:
@@ -419,10 +428,15 @@ class Report:
             "counts": self.counts,
             "pages": self.pages,
             "figures": self.figures,
-            "top_words": [
-                {"word": w, "count": k, "example": c} for w, k, c in self.top_words(top)
-            ],
+            "top_words": self._json_words(top),
+            "top_words_by_place": {p: self._json_words(top, p) for p in PLACES},
         }
+
+    def _json_words(self, top: int, place: str = "") -> list[dict]:
+        return [
+            {"word": w, "count": k, "example": c}
+            for w, k, c in self.top_words(top, place)
+        ]
 
 
 def pages_of(root: Path) -> list[str]:
