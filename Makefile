@@ -47,7 +47,7 @@ TORCH_FROM ?= $(strip \
 # Kernels inherit the environment: a headless MPLBACKEND would hide every figure.
 unexport MPLBACKEND
 
-.PHONY: book check test lint-js serve clean bench bench-toy bench-attention bench-models pdf lock addresses notebooks-branch same-site translations
+.PHONY: book check test lint-js serve clean bench bench-toy bench-attention bench-models pdf lock addresses notebooks-branch same-site translations english-words
 
 # Every package at the version of requirements.lock (uv installs them in
 # seconds), torch as above, and the book's two packages (qkv, bookbuild) editable.
@@ -190,6 +190,12 @@ same-site: $(INSTALLED)
 # qkv.MultiHeadAttention's fast path against PyTorch's modules (one thread).
 bench-attention: $(INSTALLED)
 	$(BIN)/python -m bookbuild.tools.bench_attention
+
+# The English words left on the French site, per place (page text, tables,
+# outputs, figures), the pages with most and the most frequent words (seconds;
+# held to a baseline by tests/site/test_english_words.py).
+english-words: book
+	$(BIN)/python -m bookbuild.tools.english_words
 
 clean:
 	rm -rf _build
