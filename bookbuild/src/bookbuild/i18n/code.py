@@ -105,7 +105,7 @@ _LETTERS = re.compile(r"[A-Za-z]{2,}")
 _STRING = re.compile(r"^(?P<prefix>[rRbBuUfF]*)(?P<quote>'''|\"\"\"|'|\")", re.S)
 _FIELD = re.compile(r"\{[^{}]*\}")
 _ALIGNMENT = re.compile(r"^[lrc]+$")
-_LAID_OUT = re.compile(r"^(?:\s|[-*+] |\d+[.)] )")
+_LAID_OUT = re.compile(r"^(?:\s|[-*+] |\d+[.)] |[\w.]+(?:\[[^\]]*\])?: )")
 
 
 @dataclass(frozen=True)
@@ -226,7 +226,9 @@ def units(code: str, first_line: int = 1, shown: bool = True) -> list[Unit]:
             words = _FIELD.sub(" ", text)  # an f-string's fields are code
             if _ALIGNMENT.match(text) or not _LETTERS.search(words):
                 pass  # a table's column alignment ("lrr"), a number's format
-            elif _WORDS.search(words) or readable:
+            elif readable or (
+                _WORDS.search(words) and re.search(r"\s", _FIELD.sub("", text))
+            ):  # two words, not a key built of fields ("aoi-{role}-weight")
                 found.append(
                     Unit(
                         "string",
