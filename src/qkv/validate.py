@@ -3,6 +3,10 @@
 The book's contract for bad input (see :mod:`qkv.attention`): a ``ValueError``
 that names the argument and the value or shapes seen, never a silent wrong result.
 Each module checks its inputs with these functions, once, where they enter.
+
+The messages follow :func:`qkv.set_language` (the French edition): each is
+written from :data:`MESSAGES`, an en/fr table; argument names, values and
+types stay as Python writes them.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ import numbers
 
 from torch import Generator, Tensor
 
+from qkv.language import text
+
 __all__ = [
     "broadcast_shapes",
     "check_bool",
@@ -20,7 +26,52 @@ __all__ = [
     "check_index",
     "check_int",
     "check_positive",
+    "message",
 ]
+
+
+#: The messages of these checks, per language: English template -> text.
+_FRENCH = {
+    "{name} must be an int >= {minimum}, got {value} of type {type}": (
+        "{name} doit être un int >= {minimum}, reçu {value} de type {type}"
+    ),
+    "{name} must be an int >= {minimum}, got {value}": (
+        "{name} doit être un int >= {minimum}, reçu {value}"
+    ),
+    "{name} must be a finite number > 0, got {value}": (
+        "{name} doit être un nombre fini > 0, reçu {value}"
+    ),
+    "{name} must be True or False, got {value} of type {type}": (
+        "{name} doit valoir True ou False, reçu {value} de type {type}"
+    ),
+    "{name} must be a torch.Tensor, got {type}": (
+        "{name} doit être un torch.Tensor, reçu {type}"
+    ),
+    "{name} must have at least {rank} dimensions, got shape {shape}": (
+        "{name} doit avoir au moins {rank} dimensions, reçu la forme {shape}"
+    ),
+    "{name} must be a floating tensor, got dtype {dtype}": (
+        "{name} doit être un tenseur à virgule flottante, reçu le dtype {dtype}"
+    ),
+    "{name} must be a torch.Generator (for example "
+    "torch.Generator().manual_seed(0)), got {value} of type {type}": (
+        "{name} doit être un torch.Generator (par exemple "
+        "torch.Generator().manual_seed(0)), reçu {value} de type {type}"
+    ),
+    "{name} must be an int in 0..{last}, got {value}": (
+        "{name} doit être un int dans 0..{last}, reçu {value}"
+    ),
+    "shapes {shapes} do not broadcast": (
+        "les formes {shapes} ne se diffusent pas l'une sur l'autre (broadcast)"
+    ),
+}
+MESSAGES = {"en": {english: english for english in _FRENCH}, "fr": _FRENCH}
+
+
+def message(english: str, **values: object) -> str:
+    """The message ``english`` in the current language, filled with ``values``
+    (a key missing from :data:`MESSAGES` raises ``LookupError``)."""
+    return text(MESSAGES, english).format(**values)
 
 
 def check_int(name: str, value: int, minimum: int) -> int:
@@ -28,11 +79,23 @@ def check_int(name: str, value: int, minimum: int) -> int:
     (not a bool, a float or a tensor) of at least ``minimum``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ValueError(
-            f"{name} must be an int >= {minimum}, got {value!r} "
-            f"of type {type(value).__name__}"
+            message(
+                "{name} must be an int >= {minimum}, got {value} of type {type}",
+                name=name,
+                minimum=minimum,
+                value=repr(value),
+                type=type(value).__name__,
+            )
         )
     if value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
+        raise ValueError(
+            message(
+                "{name} must be an int >= {minimum}, got {value}",
+                name=name,
+                minimum=minimum,
+                value=repr(value),
+            )
+        )
     return int(value)
 
 
@@ -45,7 +108,13 @@ def check_positive(name: str, value: float) -> float:
         or not math.isfinite(value)
         or value <= 0
     ):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+        raise ValueError(
+            message(
+                "{name} must be a finite number > 0, got {value}",
+                name=name,
+                value=repr(value),
+            )
+        )
     return float(value)
 
 
@@ -53,22 +122,42 @@ def check_bool(name: str, value: bool) -> None:
     """Raise ``ValueError`` unless ``value`` is True or False (``"no"`` is not)."""
     if not isinstance(value, bool):
         raise ValueError(
-            f"{name} must be True or False, got {value!r} "
-            f"of type {type(value).__name__}"
+            message(
+                "{name} must be True or False, got {value} of type {type}",
+                name=name,
+                value=repr(value),
+                type=type(value).__name__,
+            )
         )
 
 
 def check_floating(name: str, x: Tensor, min_rank: int = 2) -> None:
     """Raise ``ValueError`` unless ``x`` is a floating tensor of rank >= min_rank."""
     if not isinstance(x, Tensor):
-        raise ValueError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+        raise ValueError(
+            message(
+                "{name} must be a torch.Tensor, got {type}",
+                name=name,
+                type=type(x).__name__,
+            )
+        )
     if x.dim() < min_rank:
         raise ValueError(
-            f"{name} must have at least {min_rank} dimensions, "
-            f"got shape {tuple(x.shape)}"
+            message(
+                "{name} must have at least {rank} dimensions, got shape {shape}",
+                name=name,
+                rank=min_rank,
+                shape=tuple(x.shape),
+            )
         )
     if not x.is_floating_point():
-        raise ValueError(f"{name} must be a floating tensor, got dtype {x.dtype}")
+        raise ValueError(
+            message(
+                "{name} must be a floating tensor, got dtype {dtype}",
+                name=name,
+                dtype=x.dtype,
+            )
+        )
 
 
 def check_generator(name: str, value: object) -> None:
@@ -77,9 +166,13 @@ def check_generator(name: str, value: object) -> None:
     irreproducible or fail deep inside torch."""
     if not isinstance(value, Generator):
         raise ValueError(
-            f"{name} must be a torch.Generator (for example "
-            f"torch.Generator().manual_seed(0)), got {value!r} "
-            f"of type {type(value).__name__}"
+            message(
+                "{name} must be a torch.Generator (for example "
+                "torch.Generator().manual_seed(0)), got {value} of type {type}",
+                name=name,
+                value=repr(value),
+                type=type(value).__name__,
+            )
         )
 
 
@@ -87,7 +180,14 @@ def check_index(name: str, value: int, size: int) -> int:
     """Return ``value`` as an int; ``ValueError`` unless it is an int in 0..size-1."""
     value = check_int(name, value, minimum=0)
     if value >= size:
-        raise ValueError(f"{name} must be an int in 0..{size - 1}, got {value}")
+        raise ValueError(
+            message(
+                "{name} must be an int in 0..{last}, got {value}",
+                name=name,
+                last=size - 1,
+                value=value,
+            )
+        )
     return value
 
 
@@ -99,6 +199,8 @@ def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
     for sizes in zip(*((1,) * (rank - len(s)) + tuple(s) for s in shapes), strict=True):
         grown = {size for size in sizes if size != 1}
         if len(grown) > 1:
-            raise RuntimeError(f"shapes {shapes} do not broadcast")
+            raise RuntimeError(
+                message("shapes {shapes} do not broadcast", shapes=shapes)
+            )
         result.append(grown.pop() if grown else 1)
     return tuple(result)
