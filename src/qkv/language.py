@@ -30,6 +30,7 @@ __all__ = [
     "LocalNumber",
     "format_number",
     "get_language",
+    "language_from_environment",
     "localise",
     "on_change",
     "set_language",
@@ -49,7 +50,13 @@ def _checked(name: str, code: object) -> str:
     return code
 
 
-_language = _checked("QKV_LANGUAGE", os.environ.get("QKV_LANGUAGE", "en") or "en")
+def language_from_environment() -> str:
+    """The language named by the environment variable ``QKV_LANGUAGE``
+    (``"en"`` when it is unset or empty); ``ValueError`` for another code."""
+    return _checked("QKV_LANGUAGE", os.environ.get("QKV_LANGUAGE") or "en")
+
+
+_language = language_from_environment()
 _hooks: list[Callable[[str], None]] = []
 
 
