@@ -27,7 +27,6 @@ from collections.abc import Callable, Mapping
 
 __all__ = [
     "LANGUAGES",
-    "LocalNumber",
     "format_number",
     "get_language",
     "language_from_environment",
