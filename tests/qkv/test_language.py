@@ -152,6 +152,10 @@ def test_tables_and_sizes_in_french_and_english_unchanged():
     # a number already written in French is not converted a second time
     cell = glue.markdown_table([(format_number(0.125, ".3f"),)], ["x"]).data
     assert cell.endswith("| 0,125 |")
+    cells = [("**3,152,384**", "0.330 s", "2.13.0", "$0.5$")]
+    assert glue.markdown_table(cells, list("abcd")).data.endswith(
+        f"| **3{NNBSP}152{NNBSP}384** | 0,330 s | 2.13.0 | $0.5$ |"
+    )
     assert [glue.human_bytes(n) for n in sizes] == [
         "512 o",
         "1,5 KiB",

@@ -26,6 +26,7 @@ glued as Python writes it, and converted once.
 from __future__ import annotations
 
 import numbers
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from decimal import ROUND_HALF_UP, Decimal
 
@@ -109,12 +110,26 @@ def markdown_table(
     return _Markdown("\n".join(lines))
 
 
+#: A cell that is a number, bold or italic or not, and a unit after a space:
+#: ``**3,152,384**``, ``0.330 s``.
+_NUMBER_CELL = re.compile(
+    r"(?P<mark>\**)(?P<number>[-+]?[\d,.]+(?:e[-+]\d+)?%?)"
+    r"(?P=mark)(?P<unit> [^\d`$|]+)?"
+)
+
+
 def _cell(cell: object) -> str:
-    """A table cell as text, a number in the current language; a number that
+    """A table cell as text, its number in the current language (a number
+    alone, bold or italic, or followed by a unit); a number that
     :func:`qkv.language.format_number` wrote is already in it."""
+    written = str(cell)
     if isinstance(cell, LocalNumber):
-        return str(cell)
-    return localise(str(cell))
+        return written
+    match = _NUMBER_CELL.fullmatch(written)
+    if match is None:
+        return written
+    mark = match["mark"]
+    return f"{mark}{localise(match['number'])}{mark}{match['unit'] or ''}"
 
 
 #: The words these helpers write, per language.
