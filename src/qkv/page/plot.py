@@ -122,22 +122,21 @@ def french_label(label: str) -> str:
     return _PERCENT.sub(NNBSP + "%", _DECIMAL.sub(r"\1,\2", label))
 
 
-_ORIGINAL: dict[str, object] = {}
-
-
 def localise_ticks(language: str) -> None:
     """Write every tick label (and the offset of a scalar axis, ``1e6``) the
     way of ``language``: wrap ``Formatter.format_ticks`` and
     ``ScalarFormatter.get_offset`` in French, restore them otherwise. Called by
     :func:`qkv.set_language` (registered when this module is imported). A
     ``FixedFormatter`` (labels given as text, such as tokens) changes only the
-    labels that are a number."""
+    labels that are a number. Each wrapper keeps what it wraps in
+    ``__wrapped__``: wrapped once, however often this runs (even by a copy of
+    this module imported again)."""
     from matplotlib import ticker
 
-    if language == "fr" and not _ORIGINAL:
+    wrapped = hasattr(ticker.Formatter.format_ticks, "__wrapped__")
+    if language == "fr" and not wrapped:
         format_ticks = ticker.Formatter.format_ticks
         get_offset = ticker.ScalarFormatter.get_offset
-        _ORIGINAL.update(format_ticks=format_ticks, get_offset=get_offset)
 
         def french_ticks(self, values):
             labels = format_ticks(self, values)
@@ -151,11 +150,14 @@ def localise_ticks(language: str) -> None:
         def french_offset(self):
             return french_label(get_offset(self))
 
+        french_ticks.__wrapped__ = format_ticks
+        french_offset.__wrapped__ = get_offset
         ticker.Formatter.format_ticks = french_ticks
         ticker.ScalarFormatter.get_offset = french_offset
-    elif language != "fr" and _ORIGINAL:
-        ticker.Formatter.format_ticks = _ORIGINAL.pop("format_ticks")
-        ticker.ScalarFormatter.get_offset = _ORIGINAL.pop("get_offset")
+    elif language != "fr" and wrapped:
+        ticker.Formatter.format_ticks = ticker.Formatter.format_ticks.__wrapped__
+        get_offset = ticker.ScalarFormatter.get_offset
+        ticker.ScalarFormatter.get_offset = get_offset.__wrapped__
 
 
 on_change(localise_ticks)
