@@ -7,7 +7,8 @@ shows the source of what it uses. Start with :mod:`qkv.attention`;
 The package has three floors. At the top, the code a reader studies beside the
 chapters: :mod:`qkv.attention`, :mod:`qkv.transformer`, :mod:`qkv.positions`,
 :mod:`qkv.cost`, :mod:`qkv.check`, :mod:`qkv.pretrained`, :mod:`qkv.examples`,
-and :mod:`qkv.validate`, the argument checks every module shares.
+:mod:`qkv.validate`, the argument checks every module shares, and
+:mod:`qkv.language`, the language of what it writes (``qkv.set_language``).
 :mod:`qkv.experiments` holds the small models the chapters train;
 :mod:`qkv.page` what puts numbers, figures and widgets on a page. ``import qkv``
 loads the top floor only.
@@ -24,6 +25,7 @@ from qkv.attention import (
     split_heads,
     tiled_attention,
 )
+from qkv.language import get_language, set_language
 
 __version__ = "0.1.0"
 
@@ -33,8 +35,10 @@ __all__ = [
     "__version__",
     "causal_mask",
     "concat_heads",
+    "get_language",
     "padding_mask",
     "scaled_dot_product_attention",
+    "set_language",
     "sliding_window_mask",
     "split_heads",
     "tiled_attention",

@@ -40,7 +40,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from qkv.validate import broadcast_shapes, check_bool, check_floating, check_int
+from qkv.validate import (
+    broadcast_shapes,
+    check_bool,
+    check_floating,
+    check_int,
+    message,
+)
 
 __all__ = [
     "MultiHeadAttention",
@@ -287,40 +293,70 @@ def _check_qkv(query: Tensor, key: Tensor, value: Tensor) -> tuple[int, ...]:
     q_shape, k_shape, v_shape = tuple(query.shape), tuple(key.shape), tuple(value.shape)
     if not query.dtype == key.dtype == value.dtype:
         raise ValueError(
-            "query, key and value must have the same dtype, got "
-            f"query {query.dtype}, key {key.dtype} and value {value.dtype}"
+            message(
+                "query, key and value must have the same dtype, got query {q}, "
+                "key {k} and value {v}",
+                q=query.dtype,
+                k=key.dtype,
+                v=value.dtype,
+            )
         )
     if not query.device == key.device == value.device:
         raise ValueError(
-            "query, key and value must be on the same device, got "
-            f"query {query.device}, key {key.device} and value {value.device}"
+            message(
+                "query, key and value must be on the same device, got query {q}, "
+                "key {k} and value {v}",
+                q=query.device,
+                k=key.device,
+                v=value.device,
+            )
         )
     if q_shape[-1] != k_shape[-1]:
         raise ValueError(
-            "query and key must have the same feature size (last dim), got "
-            f"query {q_shape} and key {k_shape}"
+            message(
+                "query and key must have the same feature size (last dim), got "
+                "query {q} and key {k}",
+                q=q_shape,
+                k=k_shape,
+            )
         )
     if q_shape[-1] == 0:
         raise ValueError(
-            "query and key must have a feature size (last dim) of at least 1, got "
-            f"query {q_shape} and key {k_shape}"
+            message(
+                "query and key must have a feature size (last dim) of at least 1, "
+                "got query {q} and key {k}",
+                q=q_shape,
+                k=k_shape,
+            )
         )
     if v_shape[-1] == 0:
         raise ValueError(
-            "value must have a feature size (last dim) of at least 1, got "
-            f"value {v_shape}"
+            message(
+                "value must have a feature size (last dim) of at least 1, got "
+                "value {v}",
+                v=v_shape,
+            )
         )
     if k_shape[-2] != v_shape[-2]:
         raise ValueError(
-            "key and value must have the same length (dim -2), got "
-            f"key {k_shape} and value {v_shape}"
+            message(
+                "key and value must have the same length (dim -2), got key {k} "
+                "and value {v}",
+                k=k_shape,
+                v=v_shape,
+            )
         )
     try:
         batch = broadcast_shapes(q_shape[:-2], k_shape[:-2], v_shape[:-2])
     except RuntimeError:
         raise ValueError(
-            "the batch dims of query, key and value must broadcast, got "
-            f"query {q_shape}, key {k_shape} and value {v_shape}"
+            message(
+                "the batch dims of query, key and value must broadcast, got "
+                "query {q}, key {k} and value {v}",
+                q=q_shape,
+                k=k_shape,
+                v=v_shape,
+            )
         ) from None
     return (*batch, q_shape[-2], k_shape[-2])  # (..., L, S)
 
@@ -337,8 +373,11 @@ def _check_options(
         _check_mask(attn_mask, scores_shape)
         if is_causal:
             raise ValueError(
-                "give either attn_mask or is_causal=True, not both; got attn_mask "
-                f"{tuple(attn_mask.shape)} with is_causal=True"
+                message(
+                    "give either attn_mask or is_causal=True, not both; got "
+                    "attn_mask {shape} with is_causal=True",
+                    shape=tuple(attn_mask.shape),
+                )
             )
     if scale is None:
         return
@@ -365,7 +404,10 @@ def _check_mask(attn_mask: Tensor, scores_shape: tuple[int, ...]) -> None:
     if not isinstance(attn_mask, Tensor) or attn_mask.dtype != torch.bool:
         got = attn_mask.dtype if isinstance(attn_mask, Tensor) else type(attn_mask)
         raise ValueError(
-            f"attn_mask must be a bool tensor (True = may attend), got {got}"
+            message(
+                "attn_mask must be a bool tensor (True = may attend), got {got}",
+                got=got,
+            )
         )
     mask_shape = tuple(attn_mask.shape)
     try:
@@ -374,8 +416,12 @@ def _check_mask(attn_mask: Tensor, scores_shape: tuple[int, ...]) -> None:
         fits = False
     if not fits:
         raise ValueError(
-            f"attn_mask of shape {mask_shape} does not broadcast to the scores "
-            f"shape (..., L, S) = {scores_shape}"
+            message(
+                "attn_mask of shape {mask} does not broadcast to the scores "
+                "shape (..., L, S) = {scores}",
+                mask=mask_shape,
+                scores=scores_shape,
+            )
         )
 
 
@@ -440,13 +486,22 @@ def _check_input(name: str, x: Tensor, layer: nn.Linear) -> None:
     check_floating(name, x)
     if x.shape[-1] != layer.in_features:
         raise ValueError(
-            f"the last dim of {name} must be embed_dim={layer.in_features}, "
-            f"got {name} {tuple(x.shape)}"
+            message(
+                "the last dim of {name} must be embed_dim={dim}, got {name} {shape}",
+                name=name,
+                dim=layer.in_features,
+                shape=tuple(x.shape),
+            )
         )
     if x.dtype != layer.weight.dtype:
         raise ValueError(
-            f"{name} has dtype {x.dtype} but the module's weights have dtype "
-            f"{layer.weight.dtype}: convert one of them, e.g. module.to({x.dtype})"
+            message(
+                "{name} has dtype {dtype} but the module's weights have dtype "
+                "{weights}: convert one of them, e.g. module.to({dtype})",
+                name=name,
+                dtype=x.dtype,
+                weights=layer.weight.dtype,
+            )
         )
 
 
@@ -533,15 +588,23 @@ class MultiHeadAttention(nn.Module):
         num_heads = check_int("num_heads", num_heads, minimum=1)
         if embed_dim % num_heads:
             raise ValueError(
-                f"embed_dim={embed_dim} must be divisible by num_heads={num_heads}"
+                message(
+                    "embed_dim={dim} must be divisible by num_heads={heads}",
+                    dim=embed_dim,
+                    heads=num_heads,
+                )
             )
         if num_kv_heads is None:
             num_kv_heads = num_heads
         num_kv_heads = check_int("num_kv_heads", num_kv_heads, minimum=1)
         if num_kv_heads > num_heads or num_heads % num_kv_heads:
             raise ValueError(
-                f"num_kv_heads={num_kv_heads} must divide num_heads={num_heads} "
-                "(every key/value head serves the same number of query heads)"
+                message(
+                    "num_kv_heads={kv} must divide num_heads={heads} (every "
+                    "key/value head serves the same number of query heads)",
+                    kv=num_kv_heads,
+                    heads=num_heads,
+                )
             )
         check_bool("bias", bias)
         self.embed_dim = embed_dim

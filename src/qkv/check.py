@@ -72,6 +72,7 @@ from qkv.attention import (
     scaled_dot_product_attention,
     split_heads,
 )
+from qkv.language import format_number, text
 
 __all__ = [
     "CheckResult",
@@ -89,6 +90,29 @@ _RTOL = 1e-4
 _Attention = Callable[[Tensor, Tensor, Tensor, Tensor | None], tuple[Tensor, Tensor]]
 # A list of (hint, result): what a typical mistake gives on the same inputs.
 _Mistakes = list[tuple[str, Any]]
+
+
+class _Say:
+    """A text of a message, written in the current language when it is shown
+    (:func:`qkv.set_language`): its English, looked up in :data:`MESSAGES`,
+    then filled with ``values``."""
+
+    __slots__ = ("english", "values")
+
+    def __init__(self, english: str, **values: Any) -> None:
+        self.english = english
+        self.values = values
+
+    def format(self, **values: Any) -> _Say:
+        return _Say(self.english, **self.values, **values)
+
+    def __str__(self) -> str:
+        return _say(self.english, **self.values)
+
+
+def _say(english: str, **values: Any) -> str:
+    """``english`` in the current language, filled with ``values``."""
+    return text(MESSAGES, english).format(**values)
 
 
 @dataclass(frozen=True, repr=False)
@@ -109,21 +133,29 @@ class CheckResult:
     weights_unchecked: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
-        lines = [f"{self.checker}: all {len(self.cases)} cases passed."]
+        total = len(self.cases)
+        lines = [
+            _say("{checker}: all {n} cases passed.", checker=self.checker, n=total)
+        ]
         lines += [f"  {i}. {case}" for i, case in enumerate(self.cases, 1)]
         if self.skipped:
-            lines.append(f"Not run (masks=False): {len(self.skipped)} mask cases.")
+            lines.append(
+                _say("Not run (masks=False): {n} mask cases.", n=len(self.skipped))
+            )
         unchecked = len(self.weights_unchecked)
         if unchecked:
             which = (
-                "in every case"
-                if unchecked == len(self.cases)
-                else f"in {unchecked} of the {len(self.cases)} cases"
+                _say("in every case")
+                if unchecked == total
+                else _say("in {unchecked} of the {total} cases", **locals())
             )
             lines.append(
-                f"Weights not checked: your code returned no weights {which}, so "
-                "only the output was checked. Return (output, weights) to have "
-                "the weights checked too."
+                _say(
+                    "Weights not checked: your code returned no weights {which}, so "
+                    "only the output was checked. Return (output, weights) to have "
+                    "the weights checked too.",
+                    which=which,
+                )
             )
         return "\n".join(lines)
 
@@ -132,161 +164,162 @@ class CheckResult:
 
 # --- hints: one typical mistake each ----------------------------------------
 
-_NO_SCALE = (
+_NO_SCALE = _Say(
     "Your result matches attention WITHOUT the scaling. Did you divide the scores "
     "by sqrt(d_k)? (d_k = query.shape[-1], the size of each query and key.)"
 )
-_BY_DK = (
+_BY_DK = _Say(
     "Your result matches scores divided by d_k. Divide by sqrt(d_k) "
     "(math.sqrt(d_k)), not by d_k."
 )
-_TIMES_SQRT = (
+_TIMES_SQRT = _Say(
     "Your result matches scores multiplied by sqrt(d_k). Divide by sqrt(d_k) instead."
 )
-_WRONG_SIZE = (
+_WRONG_SIZE = _Say(
     "Your result matches scores divided by the square root of {what} ({size}). "
     "d_k is the size of each query and key vector, query.shape[-1] = {e}."
 )
-_SOFTMAX_DIM = (
+_SOFTMAX_DIM = _Say(
     "Your result matches a softmax over the wrong dimension. The softmax runs over "
     "the keys, the last dimension (dim=-1), so that each row of the weights sums "
     "to 1."
 )
-_SWAPPED_QK = (
+_SWAPPED_QK = _Say(
     "Your result matches attention with queries and keys swapped. The scores are "
     "query @ key.transpose(-2, -1): one row per query, one column per key."
 )
-_KEY_AS_VALUE = (
+_KEY_AS_VALUE = _Say(
     "Your result matches the weights multiplied by the keys. The output mixes the "
     "values: weights @ value."
 )
-_MASK_IGNORED = (
+_MASK_IGNORED = _Say(
     "Your result matches attention WITHOUT the mask: the mask was ignored. Apply it "
     "to the scores before the softmax, e.g. "
     "scores.masked_fill(~attn_mask, float('-inf'))."
 )
-_MASK_INVERTED = (
+_MASK_INVERTED = _Say(
     "Your result matches attention with the mask INVERTED. In this book, as in "
     "PyTorch, True means 'may attend': block the positions where the mask is "
     "False (~attn_mask), not those where it is True."
 )
-_MASK_ZERO = (
+_MASK_ZERO = _Say(
     "Your result matches masked scores set to 0. A score of 0 still gets weight "
     "after the softmax (exp(0) = 1): set the masked scores to float('-inf')."
 )
-_MASK_AFTER = (
+_MASK_AFTER = _Say(
     "Your result matches the weights multiplied by the mask after the softmax: "
     "the rows no longer sum to 1. Mask the scores before the softmax."
 )
-_MASKED_ROW_NAN = (
+_MASKED_ROW_NAN = _Say(
     "A query whose mask row is all False got NaN: the softmax of a row of -inf is "
     "0/0. The book's convention is zero weights and a zero output for a query that "
     "may attend to nothing, never NaN: e.g. weights = weights.nan_to_num(0.0) "
     "after the softmax (see qkv.scaled_dot_product_attention)."
 )
-_MASKED_ROW_UNIFORM = (
+_MASKED_ROW_UNIFORM = _Say(
     "A query whose mask row is all False got equal weights on every key (the mean "
     "of the values): a large negative number in place of -inf does that. The "
     "book's convention is zero weights and a zero output for a query that may "
     "attend to nothing."
 )
-_NAN = (
+_NAN = _Say(
     "NaN usually comes from a softmax over a row of -inf, or from dividing by a "
     "sum of zero."
 )
-_WEIGHTS_TRANSPOSED = (
+_WEIGHTS_TRANSPOSED = _Say(
     "Your weights are transposed: they have one row per query and one column per "
     "key, shape (..., L, S)."
 )
-_WEIGHTS_ARE_SCORES = (
+_WEIGHTS_ARE_SCORES = _Say(
     "Your weights match the scores before the softmax. Return the weights, "
     "softmax(scores)."
 )
-_RAW_VALUE = (
+_RAW_VALUE = _Say(
     "Your result matches attention whose values are the input x itself. Project "
     "them too: value = self.W_v(x)."
 )
-_RAW_QUERY_KEY = (
+_RAW_QUERY_KEY = _Say(
     "Your result matches attention with x itself as queries and keys. Project "
     "them: query = self.W_q(x), key = self.W_k(x)."
 )
-_WEIGHT_NOT_TRANSPOSED = (
+_WEIGHT_NOT_TRANSPOSED = _Say(
     "Your result matches x @ W.weight. nn.Linear computes x @ W.weight.T + W.bias: "
     "call the layer, as in self.W_q(x)."
 )
-_SPLIT_NO_TRANSPOSE = (
+_SPLIT_NO_TRANSPOSE = _Say(
     "Your result matches heads split by reshaping (..., T, D) straight to "
     "(..., H, T, E). That cuts the numbers of the whole sequence into H blocks, so "
     "a head gets whole positions instead of a slice of the features. Reshape to "
     "(..., T, H, E), then .transpose(-3, -2): head h must hold the features "
     "h*E:(h+1)*E of every position."
 )
-_SPLIT_STRIDED = (
+_SPLIT_STRIDED = _Say(
     "Your result matches heads that take every H-th feature (head h got the "
     "features h, h+H, h+2H, ...). Reshape to (..., T, H, E), not (..., T, E, H): "
     "head h must hold the contiguous features h*E:(h+1)*E."
 )
-_SPLIT_NOT_TRANSPOSED = (
+_SPLIT_NOT_TRANSPOSED = _Say(
     "Your result has the shape (..., T, H, E): the reshape is right but the "
     "transpose is missing. Swap the T and H dims with .transpose(-3, -2)."
 )
-_SPLIT_LENGTH = (
+_SPLIT_LENGTH = _Say(
     "Your result matches the sequence (T) cut into H pieces. Heads split the "
     "features: the last dim D becomes (H, E) with E = D / H, and every head sees "
     "every position."
 )
-_CONCAT_NO_TRANSPOSE = (
+_CONCAT_NO_TRANSPOSE = _Say(
     "Your result matches heads put back together by reshaping (..., H, T, E) "
     "straight to (..., T, D). Transpose back first, .transpose(-3, -2) to "
     "(..., T, H, E), then reshape to (..., T, D)."
 )
-_SCALE_MODEL_DIM = (
+_SCALE_MODEL_DIM = _Say(
     "Your result matches scores divided by sqrt(D) with D = embed_dim = {d}. "
     "Inside a head d_k is the head size E = D / H = {e}: divide by sqrt(E)."
 )
-_NO_OUTPUT_PROJECTION = (
+_NO_OUTPUT_PROJECTION = _Say(
     "Your result matches the concatenated heads without the output projection. "
     "Apply self.W_o to the concatenated heads."
 )
-_QUERY_ONLY = (
+_QUERY_ONLY = _Say(
     "Your result matches self-attention over the query alone. Use the key and "
     "value arguments: K = self.W_k(key), V = self.W_v(value)."
 )
-_VALUE_FROM_KEY = (
+_VALUE_FROM_KEY = _Say(
     "Your result matches values projected from the key argument. Project the "
     "value argument: V = self.W_v(value)."
 )
-_WEIGHTS_AVERAGED = (
+_WEIGHTS_AVERAGED = _Say(
     "Your weights match the average over the heads (what "
     "torch.nn.MultiheadAttention returns by default). Return one map per head, "
     "shape (..., H, L, S), as qkv.MultiHeadAttention does."
 )
-_DETACHED = (
+_DETACHED = _Say(
     "Did you use .detach(), .item(), .numpy(), .data or torch.tensor(...) on a "
     "tensor that depends on the inputs? Each of these cuts the gradient."
 )
-_VIEW = (
+_VIEW = _Say(
     ".view() needs a tensor whose memory layout fits the new shape; after a "
     "transpose it does not. Use .reshape(), which copies when it has to."
 )
-_MASK_ARGUMENT = (
+_MASK_ARGUMENT = _Say(
     "Does your {what} take the mask as its {nth} argument, {signature}? If your "
     "chapter has not covered masks yet, run {checker}(..., masks=False)."
 )
 _BATCH_DIMS = {
-    "attention": (
+    "attention": _Say(
         "Your code passed with {good} but fails with {bad}. To work with any number "
         "of leading batch dims, transpose with key.transpose(-2, -1) (key.T "
         "reverses every dim) and count dims from the end (dim=-1)."
     ),
-    "split": (
+    "split": _Say(
         "Your code passed with {good} but fails with {bad}. To work with any number "
         "of leading batch dims, unpack the shape as *batch, T, D = x.shape, reshape "
         "to (*batch, T, H, E) and count dims from the end: .transpose(-3, -2)."
     ),
 }
-_BATCH_DIMS["heads"] = (
-    _BATCH_DIMS["split"] + " The same holds for key.transpose(-2, -1) and dim=-1."
+_BATCH_DIMS["heads"] = _Say(
+    _BATCH_DIMS["split"].english
+    + " The same holds for key.transpose(-2, -1) and dim=-1."
 )
 
 
@@ -315,7 +348,7 @@ def _shape(x: Any) -> str:
 
 
 def _dims(n: int) -> str:
-    return {0: "no batch dim", 1: "one batch dim"}.get(n, f"{n} batch dims")
+    return _say({0: "no batch dim", 1: "one batch dim"}.get(n, "{n} batch dims"), n=n)
 
 
 def _index(flat: int, shape: Sequence[int]) -> str:
@@ -340,15 +373,20 @@ def _close(got: Any, expected: Any) -> bool:
 
 
 def _difference(what: str, got: Tensor, expected: Tensor, form: str) -> str | None:
-    """None if ``got`` equals ``expected``, else what differs, in plain English."""
-    plural = what == "weights"
-    has, contains, is_ = (
-        ("have", "contain", "are") if plural else ("has", "contains", "is")
-    )
+    """None if ``got`` equals ``expected``, else what differs, in plain words.
+
+    ``what`` is ``"output"``, ``"weights"``, ``"result"`` or ``"gradient of
+    <name>"``."""
+    name = what.removeprefix("gradient of ")
+    subject = {"output": "output", "weights": "weights", "result": "result"}
+    which = subject.get(what, "gradient")
     if tuple(got.shape) != tuple(expected.shape):
-        return (
-            f"The {what} {has} the wrong shape: expected {form} = "
-            f"{_shape(expected)}, got {_shape(got)}."
+        return _say(
+            _WRONG_SHAPE[which],
+            form=_say(form) if form == "its" else form,
+            expected=_shape(expected),
+            got=_shape(got),
+            name=name,
         )
     if _close(got, expected):
         return None
@@ -356,18 +394,53 @@ def _difference(what: str, got: Tensor, expected: Tensor, form: str) -> str | No
     new_nan = torch.isnan(got) & ~torch.isnan(expected)
     if new_nan.any():
         first = int(new_nan.flatten().nonzero()[0])
-        return (
-            f"The {what} {contains} NaN, first at index {_index(first, got.shape)} "
-            f"(expected {float(expected.flatten()[first]):.4f})."
+        return _say(
+            _CONTAINS_NAN[which],
+            index=_index(first, got.shape),
+            value=format_number(float(expected.flatten()[first]), ".4f"),
+            name=name,
         )
+    return _say(_WRONG[which], gap=_largest_gap(got, expected), name=name)
+
+
+def _largest_gap(got: Tensor, expected: Tensor) -> str:
+    """Where ``got`` is farthest from ``expected`` (two tensors of one shape)."""
+    got, expected = got.detach().double(), expected.detach().double()
     gap = (got - expected).abs().nan_to_num(nan=math.inf)
     worst = int(gap.flatten().argmax())
-    return (
-        f"The {what} {is_} wrong: the largest difference is "
-        f"{float(gap.flatten()[worst]):.4g}, at index {_index(worst, got.shape)} "
-        f"(expected {float(expected.flatten()[worst]):.4f}, "
-        f"got {float(got.flatten()[worst]):.4f})."
+    return _say(
+        "the largest difference is {gap}, at index {index} "
+        "(expected {expected}, got {got}).",
+        gap=format_number(float(gap.flatten()[worst]), ".4g"),
+        index=_index(worst, got.shape),
+        expected=format_number(float(expected.flatten()[worst]), ".4f"),
+        got=format_number(float(got.flatten()[worst]), ".4f"),
     )
+
+
+_WRONG_SHAPE = {
+    "output": "The output has the wrong shape: expected {form} = {expected}, "
+    "got {got}.",
+    "weights": "The weights have the wrong shape: expected {form} = {expected}, "
+    "got {got}.",
+    "result": "The result has the wrong shape: expected {form} = {expected}, "
+    "got {got}.",
+    "gradient": "The gradient of {name} has the wrong shape: expected {form} = "
+    "{expected}, got {got}.",
+}
+_CONTAINS_NAN = {
+    "output": "The output contains NaN, first at index {index} (expected {value}).",
+    "weights": "The weights contain NaN, first at index {index} (expected {value}).",
+    "result": "The result contains NaN, first at index {index} (expected {value}).",
+    "gradient": "The gradient of {name} contains NaN, first at index {index} "
+    "(expected {value}).",
+}
+_WRONG = {
+    "output": "The output is wrong: {gap}",
+    "weights": "The weights are wrong: {gap}",
+    "result": "The result is wrong: {gap}",
+    "gradient": "The gradient of {name} is wrong: {gap}",
+}
 
 
 def _recognise(got: Tensor, mistakes: _Mistakes, which: int | None) -> str | None:
@@ -419,7 +492,7 @@ class _Run:
     def fail(
         self,
         problem: str,
-        hint: str | None = None,
+        hint: str | _Say | None = None,
         cause: BaseException | None = None,
     ) -> NoReturn:
         """Raise the ``AssertionError`` that names this case and the problem."""
@@ -428,16 +501,21 @@ class _Run:
             hint = self.batch_hint.format(
                 good=_dims(passed[0]), bad=_dims(self.case.batch_dims)
             )
-        if hint is None:
-            hint = self.case.fallback
+        if hint is None and self.case.fallback:
+            hint = _Say(self.case.fallback)
         paragraphs = [
-            f"{self.checker}: case {self.number} of {len(self.cases)} failed: "
-            f"{self.case.name}.",
-            f"Called: {self.called}.",
+            _say(
+                "{checker}: case {number} of {total} failed: {name}.",
+                checker=self.checker,
+                number=self.number,
+                total=len(self.cases),
+                name=_say(self.case.name),
+            ),
+            _say("Called: {called}.", called=self.called),
             problem,
         ]
         if hint:
-            paragraphs.append(f"Hint: {hint}")
+            paragraphs.append(_say("Hint: {hint}", hint=hint))
         raise AssertionError("\n".join(_wrap(p) for p in paragraphs)) from cause
 
     def call(
@@ -446,7 +524,7 @@ class _Run:
         args: Sequence[Any],
         names: Sequence[str],
         what: str,
-        mask_hint: str | None = None,
+        mask_hint: _Say | None = None,
     ) -> Any:
         """Call the student's code; report an exception or an input changed in place."""
         before = [a.detach().clone() if isinstance(a, Tensor) else a for a in args]
@@ -459,17 +537,27 @@ class _Run:
             if "view" in str(error) and "contiguous" in str(error):
                 hint = _VIEW
             self.fail(
-                f"{what} raised {_error(error)} Its traceback is above this message.",
+                _say(
+                    "{what} raised {error} Its traceback is above this message.",
+                    what=_say(what),
+                    error=_error(error),
+                ),
                 hint=hint,
                 cause=error,
             )
         for name, arg, copy in zip(names, args, before, strict=True):
             if isinstance(arg, Tensor) and not torch.equal(arg.detach(), copy):
                 self.fail(
-                    f"{what} changed its input {name} in place (with an operation "
-                    "such as /=, +=, masked_fill_ or a slice assignment).",
-                    hint="Leave the inputs as they are: compute new tensors, as in "
-                    "scores = query @ key.transpose(-2, -1).",
+                    _say(
+                        "{what} changed its input {name} in place (with an operation "
+                        "such as /=, +=, masked_fill_ or a slice assignment).",
+                        what=_say(what),
+                        name=name,
+                    ),
+                    hint=_Say(
+                        "Leave the inputs as they are: compute new tensors, as in "
+                        "scores = query @ key.transpose(-2, -1)."
+                    ),
                 )
         return result
 
@@ -490,16 +578,22 @@ class _Run:
                 self.weights_unchecked.append(self.case.name)
             return result[0], result[1]
         if isinstance(result, tuple | list):
-            got = (
-                f"a {type(result).__name__} of {len(result)} items "
-                f"({', '.join(_shape(r) for r in result)})"
+            got = _say(
+                "a {type} of {n} items ({shapes})",
+                type=type(result).__name__,
+                n=len(result),
+                shapes=", ".join(_shape(r) for r in result),
             )
         else:
-            got = f"a {type(result).__name__}"
-        hint = "Did you forget the return statement?" if result is None else None
+            got = _say("a {type}", type=type(result).__name__)
+        hint = _Say("Did you forget the return statement?") if result is None else None
         self.fail(
-            f"{what} returned {got}. Expected a tensor (the output) or a pair "
-            "(output, weights) of tensors.",
+            _say(
+                "{what} returned {got}. Expected a tensor (the output) or a pair "
+                "(output, weights) of tensors.",
+                what=_say(what),
+                got=got,
+            ),
             hint=hint,
         )
 
@@ -511,7 +605,7 @@ class _Run:
         form: str,
         mistakes: Callable[[], _Mistakes],
         which: int | None,
-        extra_hint: str | None = None,
+        extra_hint: str | _Say | None = None,
     ) -> None:
         """Fail unless ``got`` equals ``expected``; recognise a typical mistake."""
         problem = _difference(what, got, expected, form)
@@ -561,7 +655,9 @@ def _run_cases(
 ) -> CheckResult:
     """Run the cases in order, inside fork_rng; stop at the first failure."""
     if not isinstance(masks, bool):
-        raise ValueError(f"masks must be True or False, got {masks!r}")
+        raise ValueError(
+            _say("masks must be True or False, got {masks}", masks=repr(masks))
+        )
     chosen = [case for case in cases if masks or not case.masked]
     run = _Run(checker, chosen, batch_hint)
     with torch.random.fork_rng(devices=[]):  # the student's RNG state is kept
@@ -572,15 +668,20 @@ def _run_cases(
                     case.run(run)
             except _TooLong:
                 run.fail(
-                    f"It ran for more than {CASE_SECONDS:g} seconds without "
-                    "returning, and was stopped.",
-                    hint="Look for a loop that never ends: a while loop whose "
-                    "condition never becomes false, or a counter never "
-                    "incremented. A correct function takes well under a second.",
+                    _say(
+                        "It ran for more than {seconds} seconds without "
+                        "returning, and was stopped.",
+                        seconds=format_number(CASE_SECONDS, "g"),
+                    ),
+                    hint=_Say(
+                        "Look for a loop that never ends: a while loop whose "
+                        "condition never becomes false, or a counter never "
+                        "incremented. A correct function takes well under a second."
+                    ),
                 )
-    skipped = tuple(case.name for case in cases if case.masked and not masks)
-    names = tuple(case.name for case in chosen)
-    unchecked = tuple(dict.fromkeys(run.weights_unchecked))  # in order, once
+    skipped = tuple(_say(case.name) for case in cases if case.masked and not masks)
+    names = tuple(_say(case.name) for case in chosen)
+    unchecked = tuple(_say(name) for name in dict.fromkeys(run.weights_unchecked))
     return CheckResult(checker, names, skipped, unchecked)
 
 
@@ -630,16 +731,16 @@ def _attention_mistakes(
     e = query.shape[-1]
     mistakes: list[tuple[str, _Attention]] = []
 
-    def add(hint: str, **changes: Any) -> None:
+    def add(hint: _Say, **changes: Any) -> None:
         mistakes.append((hint, lambda q, k, v, m: _attention(q, k, v, m, **changes)))
 
     add(_NO_SCALE, scale=1.0)
     add(_BY_DK, scale=1.0 / e)
     add(_TIMES_SQRT, scale=math.sqrt(e))
     sizes = (
-        ("Ev, the size of each value", value.shape[-1]),
-        ("S, the number of keys", key.shape[-2]),
-        ("L, the number of queries", query.shape[-2]),
+        (_Say("Ev, the size of each value"), value.shape[-1]),
+        (_Say("S, the number of keys"), key.shape[-2]),
+        (_Say("L, the number of queries"), query.shape[-2]),
     )
     seen = {e}
     for what, size in sizes:
@@ -780,20 +881,33 @@ def _multi_head_mistakes(
 def _check_function(fn: Any, checker: str, example: str) -> None:
     if isinstance(fn, type) or not callable(fn):
         raise ValueError(
-            f"fn must be your function, as in {checker}({example}); got {fn!r}"
+            _say(
+                "fn must be your function, as in {checker}({example}); got {fn}",
+                checker=checker,
+                example=example,
+                fn=repr(fn),
+            )
         )
 
 
 def _check_class(cls: Any, checker: str, example: str) -> None:
     if isinstance(cls, nn.Module):
         raise ValueError(
-            f"cls must be your class, not a module built from it: call "
-            f"{checker}({type(cls).__name__}); got an instance of "
-            f"{type(cls).__name__}"
+            _say(
+                "cls must be your class, not a module built from it: call "
+                "{checker}({name}); got an instance of {name}",
+                checker=checker,
+                name=type(cls).__name__,
+            )
         )
     if not isinstance(cls, type):
         raise ValueError(
-            f"cls must be your class, as in {checker}({example}); got {cls!r}"
+            _say(
+                "cls must be your class, as in {checker}({example}); got {cls}",
+                checker=checker,
+                example=example,
+                cls=repr(cls),
+            )
         )
 
 
@@ -817,36 +931,57 @@ def _build(
         module = cls(*args)
     except Exception as error:  # the student's code may raise anything
         run.fail(
-            f"Creating your module with {cls.__name__}({shown}) raised "
-            f"{_error(error)} Its traceback is above this message.",
+            _say(
+                "Creating your module with {call} raised {error} Its traceback "
+                "is above this message.",
+                call=f"{cls.__name__}({shown})",
+                error=_error(error),
+            ),
             cause=error,
         )
     if not isinstance(module, nn.Module):
         run.fail(
-            f"{cls.__name__}({shown}) gave a {type(module).__name__}, not a "
-            "torch.nn.Module. Make your class a subclass of nn.Module."
+            _say(
+                "{call} gave a {type}, not a torch.nn.Module. Make your class a "
+                "subclass of nn.Module.",
+                call=f"{cls.__name__}({shown})",
+                type=type(module).__name__,
+            )
         )
     dim = args[0]
-    needed = ", ".join(names[:-1]) + " and " + names[-1]
+    needed = _say("{first} and {last}", first=", ".join(names[:-1]), last=names[-1])
     for name in names:
         layer = getattr(module, name, None)
         if not isinstance(layer, nn.Linear):
             linears = [
                 n for n, m in module.named_children() if isinstance(m, nn.Linear)
             ]
-            have = ", ".join(linears) if linears else "none"
+            have = ", ".join(linears) if linears else _say("none")
             run.fail(
-                f"{run.checker} gives your module and the reference the same "
-                f"weights, so it needs the projections as nn.Linear(embed_dim, "
-                f"embed_dim) attributes named {needed}, as in "
-                f"qkv.{type(reference).__name__}. Your module has no nn.Linear "
-                f"named {name} (its nn.Linear attributes: {have})."
+                _say(
+                    "{checker} gives your module and the reference the same "
+                    "weights, so it needs the projections as nn.Linear(embed_dim, "
+                    "embed_dim) attributes named {needed}, as in qkv.{reference}. "
+                    "Your module has no nn.Linear named {name} (its nn.Linear "
+                    "attributes: {have}).",
+                    checker=run.checker,
+                    needed=needed,
+                    reference=type(reference).__name__,
+                    name=name,
+                    have=have,
+                )
             )
         if (layer.in_features, layer.out_features) != (dim, dim):
             run.fail(
-                f"Your {name} is nn.Linear({layer.in_features}, "
-                f"{layer.out_features}); with embed_dim={dim} it must be "
-                f"nn.Linear({dim}, {dim}): every projection maps D numbers to D."
+                _say(
+                    "Your {name} is nn.Linear({inputs}, {outputs}); with "
+                    "embed_dim={dim} it must be nn.Linear({dim}, {dim}): every "
+                    "projection maps D numbers to D.",
+                    name=name,
+                    inputs=layer.in_features,
+                    outputs=layer.out_features,
+                    dim=dim,
+                )
             )
     module.eval()  # no dropout while checking
     with torch.no_grad():
@@ -869,10 +1004,12 @@ def _extra_parameters(module: nn.Module, names: Sequence[str]) -> str | None:
     ]
     if not extra:
         return None
-    return (
-        f"Your module has parameters that the reference does not have: "
-        f"{', '.join(extra)}. The checker sets only {', '.join(names)}; the "
-        "result must come from those alone."
+    return _say(
+        "Your module has parameters that the reference does not have: "
+        "{extra}. The checker sets only {names}; the result must come from "
+        "those alone.",
+        extra=", ".join(extra),
+        names=", ".join(names),
     )
 
 
@@ -886,8 +1023,10 @@ def _check_gradients(
     """Backpropagate the same random projection of both outputs; compare gradients."""
     if not output.requires_grad:
         run.fail(
-            "No gradient can flow back through the output (its requires_grad is "
-            "False), so nothing before it could be trained.",
+            _say(
+                "No gradient can flow back through the output (its requires_grad "
+                "is False), so nothing before it could be trained."
+            ),
             hint=_DETACHED,
         )
     direction = torch.randn(reference_output.shape, generator=generator)
@@ -897,8 +1036,11 @@ def _check_gradients(
     for name, mine, theirs in pairs:
         if mine.grad is None:
             run.fail(
-                f"No gradient reached {name}: it does not take part in computing "
-                "the output, or the path from it was cut.",
+                _say(
+                    "No gradient reached {name}: it does not take part in "
+                    "computing the output, or the path from it was cut.",
+                    name=name,
+                ),
                 hint=_DETACHED,
             )
         problem = _difference(f"gradient of {name}", mine.grad, theirs.grad, "its")
@@ -946,7 +1088,12 @@ def _called(function: str, names: Sequence[str], args: Sequence[Any]) -> str:
         for name, arg in shown.items()
         if isinstance(arg, Tensor)
     ]
-    return f"{function}({', '.join(names)}) with {', '.join(shapes)}"
+    return _say(
+        "{function}({names}) with {shapes}",
+        function=function,
+        names=", ".join(names),
+        shapes=", ".join(shapes),
+    )
 
 
 def _gradient_pairs(
@@ -1003,8 +1150,8 @@ def check_scaled_dot_product_attention(
     checker = "check_scaled_dot_product_attention"
     _check_function(fn, checker, "my_attention")
     mask_hint = _MASK_ARGUMENT.format(
-        what="function",
-        nth="fourth",
+        what=_Say("function"),
+        nth=_Say("fourth"),
         signature="fn(query, key, value, attn_mask=None)",
         checker=checker,
     )
@@ -1030,7 +1177,7 @@ def check_scaled_dot_product_attention(
             args += inputs[3:]
             run.called = _called("fn", names, args)
             if grad:
-                run.called += ", with requires_grad=True, then backward()"
+                run.called += _say(", with requires_grad=True, then backward()")
             run.empty_rows = attn_mask is not None and bool((~attn_mask.any(-1)).any())
             with torch.enable_grad():
                 theirs = [t.clone().requires_grad_() for t in inputs[:3]]
@@ -1154,8 +1301,8 @@ def check_self_attention(cls: type[nn.Module], *, masks: bool = True) -> CheckRe
     _check_class(cls, checker, "MySelfAttention")
     names = ("W_q", "W_k", "W_v")
     mask_hint = _MASK_ARGUMENT.format(
-        what="forward",
-        nth="second",
+        what=_Say("forward"),
+        nth=_Say("second"),
         signature="forward(x, attn_mask=None)",
         checker=checker,
     )
@@ -1286,8 +1433,12 @@ def check_split_heads(fn: Callable[[Tensor, int], Tensor]) -> CheckResult:
             if not isinstance(result, Tensor):
                 run.unpack(result, "Your function")  # says what came back
                 run.fail(
-                    f"Your function returned a pair ({_shape(result[0])}, "
-                    f"{_shape(result[1])}). Expected one tensor, shape (..., H, T, E)."
+                    _say(
+                        "Your function returned a pair ({first}, {second}). "
+                        "Expected one tensor, shape (..., H, T, E).",
+                        first=_shape(result[0]),
+                        second=_shape(result[1]),
+                    )
                 )
             problem = _difference("result", result, expected, "(..., H, T, D / H)")
             if problem is None:
@@ -1298,10 +1449,15 @@ def check_split_heads(fn: Callable[[Tensor, int], Tensor]) -> CheckResult:
                     if not _close(result[..., h, :, :], expected[..., h, :, :]):
                         break
                 start, stop = h * head_dim, (h + 1) * head_dim
-                problem = (
-                    f"Head {h} is wrong: it should hold x[..., :, {start}:{stop}], "
-                    f"the features {start} to {stop - 1} of every position. Over "
-                    "the whole result, t" + problem.split(": t", 1)[1]
+                problem = _say(
+                    "Head {h} is wrong: it should hold x[..., :, {start}:{stop}], "
+                    "the features {start} to {last} of every position. Over the "
+                    "whole result, {gap}",
+                    h=h,
+                    start=start,
+                    stop=stop,
+                    last=stop - 1,
+                    gap=_largest_gap(result, expected),
                 )
             mistakes = [
                 (hint, _attempt(lambda f=f: f(x, heads))) for hint, f in _SPLIT_MISTAKES
@@ -1366,8 +1522,8 @@ def check_multi_head_attention(
     _check_class(cls, checker, "MyMultiHeadAttention")
     names = ("W_q", "W_k", "W_v", "W_o")
     mask_hint = _MASK_ARGUMENT.format(
-        what="forward",
-        nth="fourth",
+        what=_Say("forward"),
+        nth=_Say("fourth"),
         signature="forward(query, key, value, attn_mask=None)",
         checker=checker,
     )
@@ -1479,3 +1635,891 @@ def check_multi_head_attention(
         mask=lambda g: _empty_row_mask(g, 2, 1, 4, 6),
     )
     return _run_cases(checker, cases.cases, masks, _BATCH_DIMS["heads"])
+
+
+# --- the messages in French ---------------------------------------------------
+
+#: Every text of a message, English -> French (the French edition). English is
+#: the identity over the same keys, so a text missing here fails in English too.
+_FRENCH_PAIRS: tuple[tuple[str, str], ...] = (
+    (
+        (
+            "Your result matches attention WITHOUT the scaling. Did you divide the "
+            "scores by sqrt(d_k)? (d_k = query.shape[-1], the size of each query and "
+            "key.)"
+        ),
+        (
+            "Votre résultat correspond à l'attention SANS la mise à l'échelle. "
+            "Avez-vous divisé les scores par sqrt(d_k) ? (d_k = query.shape[-1], la "
+            "taille de chaque requête et de chaque clé.)"
+        ),
+    ),
+    (
+        (
+            "Your result matches scores divided by d_k. Divide by sqrt(d_k) "
+            "(math.sqrt(d_k)), not by d_k."
+        ),
+        (
+            "Votre résultat correspond aux scores divisés par d_k. Divisez par "
+            "sqrt(d_k) (math.sqrt(d_k)), pas par d_k."
+        ),
+    ),
+    (
+        (
+            "Your result matches scores multiplied by sqrt(d_k). Divide by sqrt(d_k) "
+            "instead."
+        ),
+        (
+            "Votre résultat correspond aux scores multipliés par sqrt(d_k). Divisez "
+            "plutôt par sqrt(d_k)."
+        ),
+    ),
+    (
+        (
+            "Your result matches scores divided by the square root of {what} "
+            "({size}). d_k is the size of each query and key vector, query.shape[-1] "
+            "= {e}."
+        ),
+        (
+            "Votre résultat correspond aux scores divisés par la racine carrée de "
+            "{what} ({size}). d_k est la taille de chaque vecteur de requête et de "
+            "clé, query.shape[-1] = {e}."
+        ),
+    ),
+    (
+        (
+            "Your result matches a softmax over the wrong dimension. The softmax "
+            "runs over the keys, the last dimension (dim=-1), so that each row of "
+            "the weights sums to 1."
+        ),
+        (
+            "Votre résultat correspond à un softmax sur la mauvaise dimension. Le "
+            "softmax porte sur les clés, la dernière dimension (dim=-1), pour que "
+            "chaque ligne des poids ait une somme de 1."
+        ),
+    ),
+    (
+        (
+            "Your result matches attention with queries and keys swapped. The scores "
+            "are query @ key.transpose(-2, -1): one row per query, one column per "
+            "key."
+        ),
+        (
+            "Votre résultat correspond à l'attention avec les requêtes et les clés "
+            "interverties. Les scores sont query @ key.transpose(-2, -1) : une ligne "
+            "par requête, une colonne par clé."
+        ),
+    ),
+    (
+        (
+            "Your result matches the weights multiplied by the keys. The output "
+            "mixes the values: weights @ value."
+        ),
+        (
+            "Votre résultat correspond aux poids multipliés par les clés. La sortie "
+            "mélange les valeurs : weights @ value."
+        ),
+    ),
+    (
+        (
+            "Your result matches attention WITHOUT the mask: the mask was ignored. "
+            "Apply it to the scores before the softmax, e.g. "
+            "scores.masked_fill(~attn_mask, float('-inf'))."
+        ),
+        (
+            "Votre résultat correspond à l'attention SANS le masque : le masque a "
+            "été ignoré. Appliquez-le aux scores avant le softmax, par exemple "
+            "scores.masked_fill(~attn_mask, float('-inf'))."
+        ),
+    ),
+    (
+        (
+            "Your result matches attention with the mask INVERTED. In this book, as "
+            "in PyTorch, True means 'may attend': block the positions where the mask "
+            "is False (~attn_mask), not those where it is True."
+        ),
+        (
+            "Votre résultat correspond à l'attention avec le masque INVERSÉ. Dans ce "
+            "livre, comme dans PyTorch, True signifie « peut regarder » : bloquez "
+            "les positions où le masque vaut False (~attn_mask), pas celles où il "
+            "vaut True."
+        ),
+    ),
+    (
+        (
+            "Your result matches masked scores set to 0. A score of 0 still gets "
+            "weight after the softmax (exp(0) = 1): set the masked scores to "
+            "float('-inf')."
+        ),
+        (
+            "Votre résultat correspond à des scores masqués mis à 0. Un score de 0 "
+            "reçoit encore du poids après le softmax (exp(0) = 1) : mettez les "
+            "scores masqués à float('-inf')."
+        ),
+    ),
+    (
+        (
+            "Your result matches the weights multiplied by the mask after the "
+            "softmax: the rows no longer sum to 1. Mask the scores before the "
+            "softmax."
+        ),
+        (
+            "Votre résultat correspond aux poids multipliés par le masque après le "
+            "softmax : les lignes n'ont plus une somme de 1. Masquez les scores "
+            "avant le softmax."
+        ),
+    ),
+    (
+        (
+            "A query whose mask row is all False got NaN: the softmax of a row of "
+            "-inf is 0/0. The book's convention is zero weights and a zero output "
+            "for a query that may attend to nothing, never NaN: e.g. weights = "
+            "weights.nan_to_num(0.0) after the softmax (see "
+            "qkv.scaled_dot_product_attention)."
+        ),
+        (
+            "Une requête dont la ligne du masque est entièrement False a reçu NaN : "
+            "le softmax d'une ligne de -inf vaut 0/0. La convention du livre : des "
+            "poids nuls et une sortie nulle pour une requête qui ne peut rien "
+            "regarder, jamais NaN ; par exemple weights = weights.nan_to_num(0.0) "
+            "après le softmax (voir qkv.scaled_dot_product_attention)."
+        ),
+    ),
+    (
+        (
+            "A query whose mask row is all False got equal weights on every key (the "
+            "mean of the values): a large negative number in place of -inf does "
+            "that. The book's convention is zero weights and a zero output for a "
+            "query that may attend to nothing."
+        ),
+        (
+            "Une requête dont la ligne du masque est entièrement False a reçu des "
+            "poids égaux sur toutes les clés (la moyenne des valeurs) : c'est ce que "
+            "donne un grand nombre négatif à la place de -inf. La convention du "
+            "livre : des poids nuls et une sortie nulle pour une requête qui ne peut "
+            "rien regarder."
+        ),
+    ),
+    (
+        (
+            "NaN usually comes from a softmax over a row of -inf, or from dividing "
+            "by a sum of zero."
+        ),
+        (
+            "NaN vient le plus souvent d'un softmax sur une ligne de -inf, ou d'une "
+            "division par une somme nulle."
+        ),
+    ),
+    (
+        (
+            "Your weights are transposed: they have one row per query and one column "
+            "per key, shape (..., L, S)."
+        ),
+        (
+            "Vos poids sont transposés : ils ont une ligne par requête et une "
+            "colonne par clé, de forme (..., L, S)."
+        ),
+    ),
+    (
+        (
+            "Your weights match the scores before the softmax. Return the weights, "
+            "softmax(scores)."
+        ),
+        (
+            "Vos poids correspondent aux scores avant le softmax. Renvoyez les "
+            "poids, softmax(scores)."
+        ),
+    ),
+    (
+        (
+            "Your result matches attention whose values are the input x itself. "
+            "Project them too: value = self.W_v(x)."
+        ),
+        (
+            "Votre résultat correspond à une attention dont les valeurs sont "
+            "l'entrée x elle-même. Projetez-les aussi : value = self.W_v(x)."
+        ),
+    ),
+    (
+        (
+            "Your result matches attention with x itself as queries and keys. "
+            "Project them: query = self.W_q(x), key = self.W_k(x)."
+        ),
+        (
+            "Votre résultat correspond à une attention qui prend x lui-même pour "
+            "requêtes et clés. Projetez-les : query = self.W_q(x), key = self.W_k(x)."
+        ),
+    ),
+    (
+        (
+            "Your result matches x @ W.weight. nn.Linear computes x @ W.weight.T + "
+            "W.bias: call the layer, as in self.W_q(x)."
+        ),
+        (
+            "Votre résultat correspond à x @ W.weight. nn.Linear calcule x @ "
+            "W.weight.T + W.bias : appelez la couche, comme dans self.W_q(x)."
+        ),
+    ),
+    (
+        (
+            "Your result matches heads split by reshaping (..., T, D) straight to "
+            "(..., H, T, E). That cuts the numbers of the whole sequence into H "
+            "blocks, so a head gets whole positions instead of a slice of the "
+            "features. Reshape to (..., T, H, E), then .transpose(-3, -2): head h "
+            "must hold the features h*E:(h+1)*E of every position."
+        ),
+        (
+            "Votre résultat correspond à des têtes séparées en remodelant (..., T, "
+            "D) directement en (..., H, T, E). Cela découpe les nombres de toute la "
+            "séquence en H blocs : une tête reçoit des positions entières au lieu "
+            "d'une tranche des composantes. Remodelez en (..., T, H, E), puis "
+            ".transpose(-3, -2) : la tête h doit contenir les composantes "
+            "h*E:(h+1)*E de chaque position."
+        ),
+    ),
+    (
+        (
+            "Your result matches heads that take every H-th feature (head h got the "
+            "features h, h+H, h+2H, ...). Reshape to (..., T, H, E), not (..., T, E, "
+            "H): head h must hold the contiguous features h*E:(h+1)*E."
+        ),
+        (
+            "Votre résultat correspond à des têtes qui prennent une composante sur H "
+            "(la tête h a reçu les composantes h, h+H, h+2H, ...). Remodelez en "
+            "(..., T, H, E), pas en (..., T, E, H) : la tête h doit contenir les "
+            "composantes contiguës h*E:(h+1)*E."
+        ),
+    ),
+    (
+        (
+            "Your result has the shape (..., T, H, E): the reshape is right but the "
+            "transpose is missing. Swap the T and H dims with .transpose(-3, -2)."
+        ),
+        (
+            "Votre résultat a la forme (..., T, H, E) : le reshape est juste, mais "
+            "la transposition manque. Échangez les dimensions T et H avec "
+            ".transpose(-3, -2)."
+        ),
+    ),
+    (
+        (
+            "Your result matches the sequence (T) cut into H pieces. Heads split the "
+            "features: the last dim D becomes (H, E) with E = D / H, and every head "
+            "sees every position."
+        ),
+        (
+            "Votre résultat correspond à la séquence (T) découpée en H morceaux. Les "
+            "têtes se partagent les composantes : la dernière dimension D devient "
+            "(H, E) avec E = D / H, et chaque tête voit chaque position."
+        ),
+    ),
+    (
+        (
+            "Your result matches heads put back together by reshaping (..., H, T, E) "
+            "straight to (..., T, D). Transpose back first, .transpose(-3, -2) to "
+            "(..., T, H, E), then reshape to (..., T, D)."
+        ),
+        (
+            "Votre résultat correspond à des têtes recollées en remodelant (..., H, "
+            "T, E) directement en (..., T, D). Transposez d'abord, .transpose(-3, "
+            "-2) vers (..., T, H, E), puis remodelez en (..., T, D)."
+        ),
+    ),
+    (
+        (
+            "Your result matches scores divided by sqrt(D) with D = embed_dim = {d}. "
+            "Inside a head d_k is the head size E = D / H = {e}: divide by sqrt(E)."
+        ),
+        (
+            "Votre résultat correspond à des scores divisés par sqrt(D) avec D = "
+            "embed_dim = {d}. Dans une tête, d_k est la taille de la tête E = D / H "
+            "= {e} : divisez par sqrt(E)."
+        ),
+    ),
+    (
+        (
+            "Your result matches the concatenated heads without the output "
+            "projection. Apply self.W_o to the concatenated heads."
+        ),
+        (
+            "Votre résultat correspond aux têtes concaténées sans la projection de "
+            "sortie. Appliquez self.W_o aux têtes concaténées."
+        ),
+    ),
+    (
+        (
+            "Your result matches self-attention over the query alone. Use the key "
+            "and value arguments: K = self.W_k(key), V = self.W_v(value)."
+        ),
+        (
+            "Votre résultat correspond à l'auto-attention sur la seule requête. "
+            "Utilisez les arguments key et value : K = self.W_k(key), V = "
+            "self.W_v(value)."
+        ),
+    ),
+    (
+        (
+            "Your result matches values projected from the key argument. Project the "
+            "value argument: V = self.W_v(value)."
+        ),
+        (
+            "Votre résultat correspond à des valeurs projetées à partir de "
+            "l'argument key. Projetez l'argument value : V = self.W_v(value)."
+        ),
+    ),
+    (
+        (
+            "Your weights match the average over the heads (what "
+            "torch.nn.MultiheadAttention returns by default). Return one map per "
+            "head, shape (..., H, L, S), as qkv.MultiHeadAttention does."
+        ),
+        (
+            "Vos poids correspondent à la moyenne sur les têtes (ce que "
+            "torch.nn.MultiheadAttention renvoie par défaut). Renvoyez une carte par "
+            "tête, de forme (..., H, L, S), comme qkv.MultiHeadAttention."
+        ),
+    ),
+    (
+        (
+            "Did you use .detach(), .item(), .numpy(), .data or torch.tensor(...) on "
+            "a tensor that depends on the inputs? Each of these cuts the gradient."
+        ),
+        (
+            "Avez-vous utilisé .detach(), .item(), .numpy(), .data ou "
+            "torch.tensor(...) sur un tenseur qui dépend des entrées ? Chacun d'eux "
+            "coupe le gradient."
+        ),
+    ),
+    (
+        (
+            ".view() needs a tensor whose memory layout fits the new shape; after a "
+            "transpose it does not. Use .reshape(), which copies when it has to."
+        ),
+        (
+            ".view() demande un tenseur dont la disposition en mémoire convient à la "
+            "nouvelle forme ; après une transposition, ce n'est pas le cas. Utilisez "
+            ".reshape(), qui copie quand il le faut."
+        ),
+    ),
+    (
+        (
+            "Does your {what} take the mask as its {nth} argument, {signature}? If "
+            "your chapter has not covered masks yet, run {checker}(..., masks=False)."
+        ),
+        (
+            "Le masque est-il le {nth} argument de votre {what}, {signature} ? Si "
+            "votre chapitre n'a pas encore traité les masques, lancez {checker}(..., "
+            "masks=False)."
+        ),
+    ),
+    (
+        (
+            "Your code passed with {good} but fails with {bad}. To work with any "
+            "number of leading batch dims, transpose with key.transpose(-2, -1) "
+            "(key.T reverses every dim) and count dims from the end (dim=-1)."
+        ),
+        (
+            "Votre code passait avec {good} mais échoue avec {bad}. Pour fonctionner "
+            "avec un nombre quelconque de dimensions de lot en tête, transposez avec "
+            "key.transpose(-2, -1) (key.T inverse toutes les dimensions) et comptez "
+            "les dimensions à partir de la fin (dim=-1)."
+        ),
+    ),
+    (
+        (
+            "Your code passed with {good} but fails with {bad}. To work with any "
+            "number of leading batch dims, unpack the shape as *batch, T, D = "
+            "x.shape, reshape to (*batch, T, H, E) and count dims from the end: "
+            ".transpose(-3, -2)."
+        ),
+        (
+            "Votre code passait avec {good} mais échoue avec {bad}. Pour fonctionner "
+            "avec un nombre quelconque de dimensions de lot en tête, décomposez la "
+            "forme en *batch, T, D = x.shape, remodelez en (*batch, T, H, E) et "
+            "comptez les dimensions à partir de la fin : .transpose(-3, -2)."
+        ),
+    ),
+    (
+        (
+            "Your code passed with {good} but fails with {bad}. To work with any "
+            "number of leading batch dims, unpack the shape as *batch, T, D = "
+            "x.shape, reshape to (*batch, T, H, E) and count dims from the end: "
+            ".transpose(-3, -2). The same holds for key.transpose(-2, -1) and dim=-1."
+        ),
+        (
+            "Votre code passait avec {good} mais échoue avec {bad}. Pour fonctionner "
+            "avec un nombre quelconque de dimensions de lot en tête, décomposez la "
+            "forme en *batch, T, D = x.shape, remodelez en (*batch, T, H, E) et "
+            "comptez les dimensions à partir de la fin : .transpose(-3, -2). Il en "
+            "va de même pour key.transpose(-2, -1) et dim=-1."
+        ),
+    ),
+    ("{checker}: all {n} cases passed.", "{checker} : les {n} cas sont réussis."),
+    (
+        "Not run (masks=False): {n} mask cases.",
+        "Non exécutés (masks=False) : {n} cas avec masque.",
+    ),
+    ("in every case", "dans tous les cas"),
+    ("in {unchecked} of the {total} cases", "dans {unchecked} des {total} cas"),
+    (
+        (
+            "Weights not checked: your code returned no weights {which}, so only the "
+            "output was checked. Return (output, weights) to have the weights "
+            "checked too."
+        ),
+        (
+            "Poids non vérifiés : votre code n'a renvoyé que la sortie {which}, "
+            "et seule la sortie a été vérifiée. Renvoyez (output, weights) pour que "
+            "les poids soient vérifiés aussi."
+        ),
+    ),
+    ("no batch dim", "aucune dimension de lot"),
+    ("one batch dim", "une dimension de lot"),
+    ("{n} batch dims", "{n} dimensions de lot"),
+    (
+        "The output has the wrong shape: expected {form} = {expected}, got {got}.",
+        ("La sortie a la mauvaise forme : attendu {form} = {expected}, obtenu {got}."),
+    ),
+    (
+        ("The weights have the wrong shape: expected {form} = {expected}, got {got}."),
+        (
+            "Les poids ont la mauvaise forme : attendu {form} = {expected}, obtenu "
+            "{got}."
+        ),
+    ),
+    (
+        "The result has the wrong shape: expected {form} = {expected}, got {got}.",
+        (
+            "Le résultat a la mauvaise forme : attendu {form} = {expected}, obtenu "
+            "{got}."
+        ),
+    ),
+    (
+        (
+            "The gradient of {name} has the wrong shape: expected {form} = "
+            "{expected}, got {got}."
+        ),
+        (
+            "Le gradient de {name} a la mauvaise forme : attendu {form} = "
+            "{expected}, obtenu {got}."
+        ),
+    ),
+    (
+        "The output contains NaN, first at index {index} (expected {value}).",
+        "La sortie contient NaN, d'abord à l'indice {index} (attendu {value}).",
+    ),
+    (
+        "The weights contain NaN, first at index {index} (expected {value}).",
+        "Les poids contiennent NaN, d'abord à l'indice {index} (attendu {value}).",
+    ),
+    (
+        "The result contains NaN, first at index {index} (expected {value}).",
+        "Le résultat contient NaN, d'abord à l'indice {index} (attendu {value}).",
+    ),
+    (
+        (
+            "The gradient of {name} contains NaN, first at index {index} (expected "
+            "{value})."
+        ),
+        (
+            "Le gradient de {name} contient NaN, d'abord à l'indice {index} (attendu "
+            "{value})."
+        ),
+    ),
+    ("The output is wrong: {gap}", "La sortie est fausse : {gap}"),
+    ("The weights are wrong: {gap}", "Les poids sont faux : {gap}"),
+    ("The result is wrong: {gap}", "Le résultat est faux : {gap}"),
+    (
+        "The gradient of {name} is wrong: {gap}",
+        "Le gradient de {name} est faux : {gap}",
+    ),
+    (
+        (
+            "the largest difference is {gap}, at index {index} (expected {expected}, "
+            "got {got})."
+        ),
+        (
+            "le plus grand écart est {gap}, à l'indice {index} (attendu {expected}, "
+            "obtenu {got})."
+        ),
+    ),
+    (
+        "{checker}: case {number} of {total} failed: {name}.",
+        "{checker} : le cas {number} sur {total} a échoué : {name}.",
+    ),
+    ("Called: {called}.", "Appel : {called}."),
+    ("Hint: {hint}", "Indice : {hint}"),
+    ("Your function", "Votre fonction"),
+    ("Your forward", "Votre forward"),
+    (
+        "{what} raised {error} Its traceback is above this message.",
+        "{what} a levé {error} Sa pile d'appels est au-dessus de ce message.",
+    ),
+    (
+        (
+            "{what} changed its input {name} in place (with an operation such as /=, "
+            "+=, masked_fill_ or a slice assignment)."
+        ),
+        (
+            "{what} a modifié son entrée {name} sur place (avec une opération comme "
+            "/=, +=, masked_fill_ ou une affectation à une tranche)."
+        ),
+    ),
+    (
+        (
+            "Leave the inputs as they are: compute new tensors, as in scores = query "
+            "@ key.transpose(-2, -1)."
+        ),
+        (
+            "Laissez les entrées telles quelles : calculez de nouveaux tenseurs, "
+            "comme dans scores = query @ key.transpose(-2, -1)."
+        ),
+    ),
+    ("a {type} of {n} items ({shapes})", "un {type} de {n} éléments ({shapes})"),
+    ("a {type}", "un {type}"),
+    ("Did you forget the return statement?", "Avez-vous oublié l'instruction return ?"),
+    (
+        (
+            "{what} returned {got}. Expected a tensor (the output) or a pair "
+            "(output, weights) of tensors."
+        ),
+        (
+            "{what} a renvoyé {got}. Attendu : un tenseur (la sortie) ou une paire "
+            "de tenseurs (output, weights)."
+        ),
+    ),
+    (
+        "masks must be True or False, got {masks}",
+        "masks doit valoir True ou False, reçu {masks}",
+    ),
+    (
+        ("It ran for more than {seconds} seconds without returning, and was stopped."),
+        (
+            "Le code a tourné plus de {seconds} secondes sans rendre la main, et a "
+            "été arrêté."
+        ),
+    ),
+    (
+        (
+            "Look for a loop that never ends: a while loop whose condition never "
+            "becomes false, or a counter never incremented. A correct function takes "
+            "well under a second."
+        ),
+        (
+            "Cherchez une boucle qui ne finit jamais : une boucle while dont la "
+            "condition ne devient jamais fausse, ou un compteur jamais incrémenté. "
+            "Une fonction correcte prend bien moins d'une seconde."
+        ),
+    ),
+    ("Ev, the size of each value", "Ev, la taille de chaque valeur"),
+    ("S, the number of keys", "S, le nombre de clés"),
+    ("L, the number of queries", "L, le nombre de requêtes"),
+    ("function", "fonction"),
+    ("forward", "forward"),
+    ("fourth", "quatrième"),
+    ("second", "deuxième"),
+    (
+        "fn must be your function, as in {checker}({example}); got {fn}",
+        "fn doit être votre fonction, comme dans {checker}({example}) ; reçu {fn}",
+    ),
+    (
+        (
+            "cls must be your class, not a module built from it: call "
+            "{checker}({name}); got an instance of {name}"
+        ),
+        (
+            "cls doit être votre classe, pas un module construit à partir d'elle : "
+            "appelez {checker}({name}) ; reçu une instance de {name}"
+        ),
+    ),
+    (
+        "cls must be your class, as in {checker}({example}); got {cls}",
+        "cls doit être votre classe, comme dans {checker}({example}) ; reçu {cls}",
+    ),
+    (
+        (
+            "Creating your module with {call} raised {error} Its traceback is above "
+            "this message."
+        ),
+        (
+            "Créer votre module avec {call} a levé {error} Sa pile d'appels est "
+            "au-dessus de ce message."
+        ),
+    ),
+    (
+        (
+            "{call} gave a {type}, not a torch.nn.Module. Make your class a subclass "
+            "of nn.Module."
+        ),
+        (
+            "{call} a donné un {type}, pas un torch.nn.Module. Faites de votre "
+            "classe une sous-classe de nn.Module."
+        ),
+    ),
+    ("{first} and {last}", "{first} et {last}"),
+    ("none", "aucun"),
+    (
+        (
+            "{checker} gives your module and the reference the same weights, so it "
+            "needs the projections as nn.Linear(embed_dim, embed_dim) attributes "
+            "named {needed}, as in qkv.{reference}. Your module has no nn.Linear "
+            "named {name} (its nn.Linear attributes: {have})."
+        ),
+        (
+            "{checker} donne à votre module et à la référence les mêmes poids : il "
+            "lui faut donc les projections comme attributs nn.Linear(embed_dim, "
+            "embed_dim) nommés {needed}, comme dans qkv.{reference}. Votre module "
+            "n'a pas de nn.Linear nommé {name} (ses attributs nn.Linear : {have})."
+        ),
+    ),
+    (
+        (
+            "Your {name} is nn.Linear({inputs}, {outputs}); with embed_dim={dim} it "
+            "must be nn.Linear({dim}, {dim}): every projection maps D numbers to D."
+        ),
+        (
+            "Votre {name} est nn.Linear({inputs}, {outputs}) ; avec embed_dim={dim}, "
+            "il doit être nn.Linear({dim}, {dim}) : chaque projection envoie D "
+            "nombres sur D."
+        ),
+    ),
+    (
+        (
+            "Your module has parameters that the reference does not have: {extra}. "
+            "The checker sets only {names}; the result must come from those alone."
+        ),
+        (
+            "Votre module a des paramètres que la référence n'a pas : {extra}. Le "
+            "vérificateur ne fixe que {names} ; le résultat doit venir d'eux seuls."
+        ),
+    ),
+    (
+        (
+            "No gradient can flow back through the output (its requires_grad is "
+            "False), so nothing before it could be trained."
+        ),
+        (
+            "Aucun gradient ne peut remonter à travers la sortie (son requires_grad "
+            "vaut False) : rien de ce qui la précède ne pourrait être entraîné."
+        ),
+    ),
+    (
+        (
+            "No gradient reached {name}: it does not take part in computing the "
+            "output, or the path from it was cut."
+        ),
+        (
+            "Aucun gradient n'a atteint {name} : il ne participe pas au calcul de la "
+            "sortie, ou le chemin qui en part a été coupé."
+        ),
+    ),
+    ("{function}({names}) with {shapes}", "{function}({names}) avec {shapes}"),
+    (
+        ", with requires_grad=True, then backward()",
+        ", avec requires_grad=True, puis backward()",
+    ),
+    (
+        (
+            "Your function returned a pair ({first}, {second}). Expected one tensor, "
+            "shape (..., H, T, E)."
+        ),
+        (
+            "Votre fonction a renvoyé une paire ({first}, {second}). Attendu : un "
+            "seul tenseur, de forme (..., H, T, E)."
+        ),
+    ),
+    (
+        (
+            "Head {h} is wrong: it should hold x[..., :, {start}:{stop}], the "
+            "features {start} to {last} of every position. Over the whole result, "
+            "{gap}"
+        ),
+        (
+            "La tête {h} est fausse : elle devrait contenir x[..., :, "
+            "{start}:{stop}], les composantes {start} à {last} de chaque position. "
+            "Sur tout le résultat, {gap}"
+        ),
+    ),
+    (
+        "2-D inputs, 4 queries and 4 keys (L = S)",
+        "entrées 2-D, 4 requêtes et 4 clés (L = S)",
+    ),
+    (
+        "cross-attention: 3 queries, 6 keys (L != S)",
+        "attention croisée : 3 requêtes, 6 clés (L != S)",
+    ),
+    (
+        (
+            "Your code passed with 4 queries, 4 keys and d_k = 8 but not with 3 "
+            "queries, 6 keys and d_k = 6. Does it use a size typed by hand (such as "
+            "sqrt(8)) instead of query.shape[-1], or mix up L and S? The weights are "
+            "(..., L, S): one row per query."
+        ),
+        (
+            "Votre code passait avec 4 requêtes, 4 clés et d_k = 8, mais pas avec 3 "
+            "requêtes, 6 clés et d_k = 6. Utilise-t-il une taille tapée à la main "
+            "(comme sqrt(8)) au lieu de query.shape[-1], ou confond-il L et S ? Les "
+            "poids sont (..., L, S) : une ligne par requête."
+        ),
+    ),
+    (
+        "values of another size than keys (Ev = 5, E = 4)",
+        "des valeurs d'une autre taille que les clés (Ev = 5, E = 4)",
+    ),
+    (
+        (
+            "Your code passed while the values had the size of the keys, but not "
+            "with Ev = 5 and E = 4. d_k is query.shape[-1], and the output has the "
+            "size of the values, (..., L, Ev)."
+        ),
+        (
+            "Votre code passait quand les valeurs avaient la taille des clés, mais "
+            "pas avec Ev = 5 et E = 4. d_k est query.shape[-1], et la sortie a la "
+            "taille des valeurs, (..., L, Ev)."
+        ),
+    ),
+    ("one batch dim (B = 2)", "une dimension de lot (B = 2)"),
+    ("two batch dims (2, 3)", "deux dimensions de lot (2, 3)"),
+    (
+        "gradients reach query, key and value",
+        "les gradients atteignent query, key et value",
+    ),
+    (
+        "a bool mask (L, S) shared by the batch",
+        "un masque booléen (L, S) commun au lot",
+    ),
+    ("a causal mask (L, L)", "un masque causal (L, L)"),
+    (
+        "a padding mask (B, 1, S): 6 and 3 real keys",
+        "un masque de remplissage (B, 1, S) : 6 et 3 vraies clés",
+    ),
+    (
+        "a query that may attend to nothing (its mask row is all False)",
+        (
+            "une requête qui ne peut rien regarder (sa ligne du masque est "
+            "entièrement False)"
+        ),
+    ),
+    (
+        "a batch of 2 sequences of 5 vectors, (B, T, D) = (2, 5, 8)",
+        "un lot de 2 séquences de 5 vecteurs, (B, T, D) = (2, 5, 8)",
+    ),
+    (
+        "one sequence, no batch dim, (T, D) = (5, 8)",
+        "une séquence, sans dimension de lot, (T, D) = (5, 8)",
+    ),
+    (
+        "two batch dims, (2, 3, T, D) = (2, 3, 4, 8)",
+        "deux dimensions de lot, (2, 3, T, D) = (2, 3, 4, 8)",
+    ),
+    ("another size: embed_dim = 6", "une autre taille : embed_dim = 6"),
+    (
+        (
+            "Your code passed with embed_dim = 8 but not with 6. Does it use a size "
+            "typed by hand instead of embed_dim or x.shape[-1]?"
+        ),
+        (
+            "Votre code passait avec embed_dim = 8, mais pas avec 6. Utilise-t-il "
+            "une taille tapée à la main au lieu de embed_dim ou de x.shape[-1] ?"
+        ),
+    ),
+    ("gradients reach W_q, W_k and W_v", "les gradients atteignent W_q, W_k et W_v"),
+    (
+        "a bool mask (T, T) shared by the batch",
+        "un masque booléen (T, T) commun au lot",
+    ),
+    ("a causal mask (T, T)", "un masque causal (T, T)"),
+    (
+        "a padding mask (B, 1, T): 5 and 3 real positions",
+        "un masque de remplissage (B, 1, T) : 5 et 3 vraies positions",
+    ),
+    (
+        "a position that may attend to nothing (its mask row is all False)",
+        (
+            "une position qui ne peut rien regarder (sa ligne du masque est "
+            "entièrement False)"
+        ),
+    ),
+    (
+        "a batch (B, T, D) = (2, 6, 12) cut into 3 heads",
+        "un lot (B, T, D) = (2, 6, 12) découpé en 3 têtes",
+    ),
+    (
+        "no batch dim: (T, D) = (6, 12), 3 heads",
+        "sans dimension de lot : (T, D) = (6, 12), 3 têtes",
+    ),
+    (
+        "two batch dims: (2, 3, 6, 12), 4 heads",
+        "deux dimensions de lot : (2, 3, 6, 12), 4 têtes",
+    ),
+    ("one head: (2, 6, 12), 1 head", "une tête : (2, 6, 12), 1 tête"),
+    (
+        "one feature per head: (2, 5, 6), 6 heads",
+        "une composante par tête : (2, 5, 6), 6 têtes",
+    ),
+    (
+        "self-attention on a batch, (B, T, D) = (2, 5, 12), 3 heads",
+        "auto-attention sur un lot, (B, T, D) = (2, 5, 12), 3 têtes",
+    ),
+    (
+        "no batch dim, (T, D) = (5, 12), 3 heads",
+        "sans dimension de lot, (T, D) = (5, 12), 3 têtes",
+    ),
+    (
+        "two batch dims, (2, 3, T, D) = (2, 3, 4, 12), 3 heads",
+        "deux dimensions de lot, (2, 3, T, D) = (2, 3, 4, 12), 3 têtes",
+    ),
+    (
+        "cross-attention: 4 queries, 6 keys and values (L != S)",
+        "attention croisée : 4 requêtes, 6 clés et valeurs (L != S)",
+    ),
+    (
+        (
+            "Your code passed for self-attention but not with 4 queries and 6 keys. "
+            "Are the keys and values projected from the key and value arguments, and "
+            "are the scores (..., H, L, S), one row per query?"
+        ),
+        (
+            "Votre code passait en auto-attention, mais pas avec 4 requêtes et 6 "
+            "clés. Les clés et les valeurs sont-elles projetées à partir des "
+            "arguments key et value, et les scores sont-ils (..., H, L, S), une "
+            "ligne par requête ?"
+        ),
+    ),
+    (
+        "key and value are different tensors",
+        "key et value sont des tenseurs différents",
+    ),
+    (
+        "another size: embed_dim = 8, num_heads = 4",
+        "une autre taille : embed_dim = 8, num_heads = 4",
+    ),
+    (
+        (
+            "Your code passed with embed_dim = 12 and num_heads = 3 but not with 8 "
+            "and 4. Does it use a number typed by hand instead of embed_dim, "
+            "num_heads or the head size embed_dim // num_heads?"
+        ),
+        (
+            "Votre code passait avec embed_dim = 12 et num_heads = 3, mais pas avec "
+            "8 et 4. Utilise-t-il un nombre tapé à la main au lieu de embed_dim, de "
+            "num_heads ou de la taille de tête embed_dim // num_heads ?"
+        ),
+    ),
+    (
+        "gradients reach W_q, W_k, W_v and W_o",
+        "les gradients atteignent W_q, W_k, W_v et W_o",
+    ),
+    (
+        "a bool mask (L, S) shared by the batch and the heads",
+        "un masque booléen (L, S) commun au lot et aux têtes",
+    ),
+    (
+        "a padding mask (B, 1, 1, S): 6 and 3 real keys",
+        "un masque de remplissage (B, 1, 1, S) : 6 et 3 vraies clés",
+    ),
+    ("its", "la sienne"),
+)
+_FRENCH = dict(_FRENCH_PAIRS)
+#: The messages of the checkers, per language (:func:`qkv.language.text`).
+MESSAGES = {"en": {english: english for english in _FRENCH}, "fr": _FRENCH}

@@ -28,6 +28,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
+from qkv.language import get_language, text
 from qkv.page.plot import WEIGHTS_CMAP
 
 #: Fill colours: light tints of the book's colormap, dark text stays readable.
@@ -38,6 +39,79 @@ LOSS = "#f9dede"
 EDGE = "#333333"
 #: The colour of the gradients flowing back (the dashed arrow of :func:`pipeline`).
 GRADIENT = "#a33a2c"
+
+
+#: The text of the diagrams: (English, French) pairs; the French terms
+#: are those of the French edition's prose.
+_PAIRS = [
+    ("inputs  X\n(T, D)", "entrées  X\n(T, D)"),
+    ("queries  Q", "requêtes  Q"),
+    ("keys  K", "clés  K"),
+    ("values  V", "valeurs  V"),
+    ("three learned matrices, one input", "trois matrices apprises, une seule entrée"),
+    ("inputs (T, D)", "entrées (T, D)"),
+    ("split_heads: (T, D) → (H, T, E)", "split_heads : (T, D) → (H, T, E)"),
+    ("head {h}\nattention", "tête {h}\nattention"),
+    ("concat_heads: (H, T, E) → (T, D)", "concat_heads : (H, T, E) → (T, D)"),
+    ("$\\times\\ W_o$  (mixes the heads)", "$\\times\\ W_o$  (mélange les têtes)"),
+    ("outputs (T, D)", "sorties (T, D)"),
+    ("inputs (T, D)\n+ positions", "entrées (T, D)\n+ positions"),
+    ("multi-head\nself-attention", "auto-attention\nmulti-têtes"),
+    ("add & layer norm", "addition et\nnormalisation de couche"),
+    (
+        "feed-forward\nLinear → ReLU → Linear",
+        "propagation avant\nLinear → ReLU → Linear",
+    ),
+    ("residual", "résiduelle"),
+    ("repeated N times", "répété N fois"),
+    ("token ids\n(T,)", "identifiants\nde tokens (T,)"),
+    ("embedding\n+ positions", "plongement\n+ positions"),
+    ("vectors\n(T, D)", "vecteurs\n(T, D)"),
+    ("attention\n(learned)", "attention\n(apprise)"),
+    ("vector at\nthe slot (D,)", "vecteur à\nl'emplacement\n(D,)"),
+    ("classifier\n→ 2 scores", "classifieur\n→ 2 scores"),
+    ("loss", "perte"),
+    (
+        "gradients of the loss flow\nback to every weight",
+        "les gradients de la perte\nremontent à chaque poids",
+    ),
+    ("encoder", "encodeur"),
+    ("decoder", "décodeur"),
+    ("French words\n+ positions (S,)", "mots français\n+ positions (S,)"),
+    ("self-attention\n(every word)", "auto-attention\n(tous les mots)"),
+    ("feed-forward", "propagation avant"),
+    ("encoder outputs\n(S, D)", "sorties de l'encodeur\n(S, D)"),
+    (
+        "English words so far\n+ positions (L,)",
+        "mots anglais déjà écrits\n+ positions (L,)",
+    ),
+    (
+        "causal self-attention\n(earlier words only)",
+        "auto-attention causale\n(mots précédents seuls)",
+    ),
+    ("cross-attention", "attention croisée"),
+    ("linear: scores of\nthe next word", "linéaire : scores\ndu mot suivant"),
+    ("queries", "requêtes"),
+    ("keys,\nvalues", "clés,\nvaleurs"),
+    (
+        "each sub-layer: residual connection and layer norm",
+        "chaque sous-couche : connexion résiduelle et normalisation de couche",
+    ),
+]
+#: The text of the diagrams, per language.
+LABELS = {
+    "en": {en: en for en, _ in _PAIRS},
+    "fr": dict(_PAIRS),
+}
+
+
+#: The width of the "add & layer norm" boxes: the French words are longer.
+_ADD_WIDTH = {"en": 3.0, "fr": 3.6}
+
+
+def _t(key: str) -> str:
+    """The text ``key`` of a diagram in the current language."""
+    return text(LABELS, key)
 
 
 @dataclass(frozen=True)
@@ -128,11 +202,11 @@ def qkv_projections() -> Figure:
     (D, d_v), so that Q and K are (T, d_k) and V is (T, d_v).
     """
     fig, ax = _canvas(6.8, 4.1, (0, 6.8), (-0.45, 3.85))
-    x = _draw(ax, Box(0.8, 1.95, "inputs  X\n(T, D)", width=1.5, height=1.0))
+    x = _draw(ax, Box(0.8, 1.95, _t("inputs  X\n(T, D)"), width=1.5, height=1.0))
     rows = [
-        ("$W_q$", "$d_k$", "queries  Q"),
-        ("$W_k$", "$d_k$", "keys  K"),
-        ("$W_v$", "$d_v$", "values  V"),
+        ("$W_q$", "$d_k$", _t("queries  Q")),
+        ("$W_k$", "$d_k$", _t("keys  K")),
+        ("$W_v$", "$d_v$", _t("values  V")),
     ]
     for row, (name, size, out) in enumerate(rows):
         y = 3.25 - 1.3 * row
@@ -144,7 +218,7 @@ def qkv_projections() -> Figure:
     ax.text(
         3.4,
         -0.3,
-        "three learned matrices, one input",
+        _t("three learned matrices, one input"),
         ha="center",
         fontsize=12,
         style="italic",
@@ -164,7 +238,7 @@ def multi_head(num_heads: int = 3) -> Figure:
     width = max(8.8, 2.6 * num_heads + 1.0)  # in data units, 0.72 inch each
     fig, ax = _canvas(0.72 * width, 7.6, (0, width), (-0.3, 10.2))
     centre = width / 2
-    inputs = _draw(ax, Box(centre, 9.5, "inputs (T, D)", width=3.0))
+    inputs = _draw(ax, Box(centre, 9.5, _t("inputs (T, D)"), width=3.0))
     project = _draw(
         ax,
         Box(
@@ -174,7 +248,13 @@ def multi_head(num_heads: int = 3) -> Figure:
     _arrow(ax, inputs.bottom, project.top)
     split = _draw(
         ax,
-        Box(centre, 6.7, "split_heads: (T, D) → (H, T, E)", width=6.2, fill=OPERATION),
+        Box(
+            centre,
+            6.7,
+            _t("split_heads: (T, D) → (H, T, E)"),
+            width=6.2,
+            fill=OPERATION,
+        ),
     )
     _arrow(ax, project.bottom, split.top)
     step = 2.6  # between the centres of two heads
@@ -184,24 +264,42 @@ def multi_head(num_heads: int = 3) -> Figure:
         fill = colours(0.25 + 0.6 * h / max(1, num_heads - 1))
         tint = tuple(0.65 + 0.35 * c for c in fill[:3])
         head = _draw(
-            ax, Box(x, 4.9, f"head {h}\nattention", width=2.2, height=1.1, fill=tint)
+            ax,
+            Box(
+                x,
+                4.9,
+                _t("head {h}\nattention").format(h=h),
+                width=2.2,
+                height=1.1,
+                fill=tint,
+            ),
         )
         _arrow(ax, split.bottom, head.top)
         heads.append(head)
     concat = _draw(
         ax,
-        Box(centre, 3.0, "concat_heads: (H, T, E) → (T, D)", width=6.4, fill=OPERATION),
+        Box(
+            centre,
+            3.0,
+            _t("concat_heads: (H, T, E) → (T, D)"),
+            width=6.4,
+            fill=OPERATION,
+        ),
     )
     for head in heads:
         _arrow(ax, head.bottom, concat.top)
     mix = _draw(
         ax,
         Box(
-            centre, 1.7, r"$\times\ W_o$  (mixes the heads)", width=4.6, fill=OPERATION
+            centre,
+            1.7,
+            _t("$\\times\\ W_o$  (mixes the heads)"),
+            width=4.6,
+            fill=OPERATION,
         ),
     )
     _arrow(ax, concat.bottom, mix.top)
-    out = _draw(ax, Box(centre, 0.4, "outputs (T, D)", width=3.0))
+    out = _draw(ax, Box(centre, 0.4, _t("outputs (T, D)"), width=3.0))
     _arrow(ax, mix.bottom, out.top)
     return fig
 
@@ -213,28 +311,51 @@ def transformer_block() -> Figure:
     fig, ax = _canvas(5.6, 8.6, (0.6, 6.6), (-0.3, 10.9))
     x0 = 3.0
     inputs = _draw(
-        ax, Box(x0, 0.4, "inputs (T, D)\n+ positions", width=3.0, height=0.9)
+        ax, Box(x0, 0.4, _t("inputs (T, D)\n+ positions"), width=3.0, height=0.9)
     )
     attention = _draw(
         ax,
         Box(
-            x0, 2.3, "multi-head\nself-attention", width=3.0, height=1.0, fill=ATTENTION
+            x0,
+            2.3,
+            _t("multi-head\nself-attention"),
+            width=3.0,
+            height=1.0,
+            fill=ATTENTION,
         ),
     )
-    add1 = _draw(ax, Box(x0, 4.0, "add & layer norm", width=3.0, fill=OPERATION))
+    add1 = _draw(
+        ax,
+        Box(
+            x0,
+            4.0,
+            _t("add & layer norm"),
+            width=_ADD_WIDTH[get_language()],
+            fill=OPERATION,
+        ),
+    )
     ffn = _draw(
         ax,
         Box(
             x0,
             5.9,
-            "feed-forward\nLinear → ReLU → Linear",
+            _t("feed-forward\nLinear → ReLU → Linear"),
             width=3.6,
             height=1.0,
             fill=ATTENTION,
         ),
     )
-    add2 = _draw(ax, Box(x0, 7.7, "add & layer norm", width=3.0, fill=OPERATION))
-    out = _draw(ax, Box(x0, 9.5, "outputs (T, D)", width=3.0))
+    add2 = _draw(
+        ax,
+        Box(
+            x0,
+            7.7,
+            _t("add & layer norm"),
+            width=_ADD_WIDTH[get_language()],
+            fill=OPERATION,
+        ),
+    )
+    out = _draw(ax, Box(x0, 9.5, _t("outputs (T, D)"), width=3.0))
     _arrow(ax, inputs.top, attention.bottom)
     _arrow(ax, attention.top, add1.bottom)
     _arrow(ax, add1.top, ffn.bottom)
@@ -243,9 +364,9 @@ def transformer_block() -> Figure:
     # Residual connections go around each sub-layer.
     _arrow(ax, (x0 + 1.5, 1.2), (add1.right[0], add1.y), bend=0.45)
     _arrow(ax, (x0 + 1.8, 4.35), (add2.right[0], add2.y), bend=0.45)
-    ax.text(5.55, 2.6, "residual", fontsize=12, rotation=90, va="center")
-    ax.text(5.85, 6.0, "residual", fontsize=12, rotation=90, va="center")
-    ax.text(x0, 10.5, "repeated N times", ha="center", fontsize=12, style="italic")
+    ax.text(5.55, 2.6, _t("residual"), fontsize=12, rotation=90, va="center")
+    ax.text(5.85, 6.0, _t("residual"), fontsize=12, rotation=90, va="center")
+    ax.text(x0, 10.5, _t("repeated N times"), ha="center", fontsize=12, style="italic")
     return fig
 
 
@@ -261,13 +382,13 @@ def pipeline() -> Figure:
     columns = [0.75, 2.45, 4.15, 5.85]  # centres of the four columns
     top, bottom = 2.6, 0.8
     forward = [
-        Box(columns[0], top, "token ids\n(T,)"),
-        Box(columns[1], top, "embedding\n+ positions", fill=OPERATION),
-        Box(columns[2], top, "vectors\n(T, D)"),
-        Box(columns[3], top, "attention\n(learned)", fill=ATTENTION),
-        Box(columns[3], bottom, "vector at\nthe slot (D,)"),
-        Box(columns[2], bottom, "classifier\n→ 2 scores", fill=OPERATION),
-        Box(columns[1], bottom, "loss", fill=LOSS),
+        Box(columns[0], top, _t("token ids\n(T,)")),
+        Box(columns[1], top, _t("embedding\n+ positions"), fill=OPERATION),
+        Box(columns[2], top, _t("vectors\n(T, D)")),
+        Box(columns[3], top, _t("attention\n(learned)"), fill=ATTENTION),
+        Box(columns[3], bottom, _t("vector at\nthe slot (D,)")),
+        Box(columns[2], bottom, _t("classifier\n→ 2 scores"), fill=OPERATION),
+        Box(columns[1], bottom, _t("loss"), fill=LOSS),
     ]
     boxes = [
         _draw(ax, replace(box, width=1.4, height=0.95), fontsize=12) for box in forward
@@ -295,7 +416,7 @@ def pipeline() -> Figure:
     ax.text(
         columns[0] - 0.7,
         (top + bottom) / 2,
-        "gradients of the loss flow\nback to every weight",
+        _t("gradients of the loss flow\nback to every weight"),
         ha="left",
         va="center",
         fontsize=12,
@@ -322,17 +443,19 @@ def encoder_decoder() -> Figure:
     def box(x: float, y: float, text: str, fill: str = TENSOR) -> Box:
         return _draw(ax, Box(x, y, text, width=width, height=0.8, fill=fill))
 
-    ax.text(left, 5.0, "encoder", ha="center", fontsize=14, weight="bold")
-    ax.text(right, 5.0, "decoder", ha="center", fontsize=14, weight="bold")
-    source = box(left, 0.0, "French words\n+ positions (S,)")
-    encoder_attention = box(left, 1.1, "self-attention\n(every word)", ATTENTION)
-    encoder_ff = box(left, 2.2, "feed-forward", ATTENTION)
-    memory = box(left, 3.3, "encoder outputs\n(S, D)")
-    target = box(right, 0.0, "English words so far\n+ positions (L,)")
-    causal = box(right, 1.1, "causal self-attention\n(earlier words only)", ATTENTION)
-    cross = box(right, 2.2, "cross-attention", ATTENTION)
-    decoder_ff = box(right, 3.3, "feed-forward", ATTENTION)
-    scores = box(right, 4.4, "linear: scores of\nthe next word", OPERATION)
+    ax.text(left, 5.0, _t("encoder"), ha="center", fontsize=14, weight="bold")
+    ax.text(right, 5.0, _t("decoder"), ha="center", fontsize=14, weight="bold")
+    source = box(left, 0.0, _t("French words\n+ positions (S,)"))
+    encoder_attention = box(left, 1.1, _t("self-attention\n(every word)"), ATTENTION)
+    encoder_ff = box(left, 2.2, _t("feed-forward"), ATTENTION)
+    memory = box(left, 3.3, _t("encoder outputs\n(S, D)"))
+    target = box(right, 0.0, _t("English words so far\n+ positions (L,)"))
+    causal = box(
+        right, 1.1, _t("causal self-attention\n(earlier words only)"), ATTENTION
+    )
+    cross = box(right, 2.2, _t("cross-attention"), ATTENTION)
+    decoder_ff = box(right, 3.3, _t("feed-forward"), ATTENTION)
+    scores = box(right, 4.4, _t("linear: scores of\nthe next word"), OPERATION)
     for first, second in [
         (source, encoder_attention),
         (encoder_attention, encoder_ff),
@@ -341,14 +464,14 @@ def encoder_decoder() -> Figure:
         (decoder_ff, scores),
     ]:
         _arrow(ax, first.top, second.bottom)
-    _arrow(ax, causal.top, cross.bottom, label="queries")
+    _arrow(ax, causal.top, cross.bottom, label=_t("queries"))
     _arrow(ax, cross.top, decoder_ff.bottom)
     _arrow(ax, memory.right, cross.left)
-    ax.text(3.38, 3.05, "keys,\nvalues", fontsize=12, ha="center", va="bottom")
+    ax.text(3.38, 3.05, _t("keys,\nvalues"), fontsize=12, ha="center", va="bottom")
     ax.text(
         3.4,
         -0.65,
-        "each sub-layer: residual connection and layer norm",
+        _t("each sub-layer: residual connection and layer norm"),
         ha="center",
         fontsize=12,
         style="italic",

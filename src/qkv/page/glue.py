@@ -14,16 +14,26 @@ Two kinds of helpers live here, so that no chapter defines its own:
 
 myst-nb is imported only when a value is glued: a notebook that never glues runs
 with ``qkv`` alone.
+
+Language (the French edition): the numbers that these helpers write into a
+table or a string follow :func:`qkv.set_language` (``"0,25"``, ``"4 096"``,
+``"1,5 KiB"`` in French); headers come from the caller. :func:`glue` leaves
+numbers alone: the French build of the book writes glued numbers the French
+way itself, so a number formatted by :func:`qkv.language.format_number` is
+glued as Python writes it, and converted once.
 """
 
 from __future__ import annotations
 
 import numbers
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from decimal import ROUND_HALF_UP, Decimal
 
 import numpy as np
 from torch import Tensor, nn
+
+from qkv.language import LocalNumber, localise, text
 
 __all__ = [
     "glue",
@@ -70,7 +80,9 @@ def markdown_table(
     """A Markdown table, one row per item of ``rows``.
 
     Args:
-        rows: the cells of each row (converted with ``str``).
+        rows: the cells of each row (converted with ``str``; a cell that is a
+            number, or a text that is entirely a number as Python writes it,
+            ``"4,096"``, ``"0.25"``, in the current language).
         header: the column titles.
         align: one letter per column, ``l``, ``c`` or ``r`` (default: left).
 
@@ -89,13 +101,42 @@ def markdown_table(
         "| " + " | ".join(rules[a] for a in align) + " |",
     ]
     for number, row in enumerate(rows):
-        cells = [str(cell) for cell in row]
+        cells = [_cell(cell) for cell in row]
         if len(cells) != width:
             raise ValueError(
                 f"row {number} has {len(cells)} cells, the header {width}: {cells}"
             )
         lines.append("| " + " | ".join(cells) + " |")
     return _Markdown("\n".join(lines))
+
+
+#: A cell that is a number, bold or italic or not, and a unit after a space:
+#: ``**3,152,384**``, ``0.330 s``.
+_NUMBER_CELL = re.compile(
+    r"(?P<mark>\**)(?P<number>[-+]?[\d,.]+(?:e[-+]\d+)?%?)"
+    r"(?P=mark)(?P<unit> [^\d`$|]+)?"
+)
+
+
+def _cell(cell: object) -> str:
+    """A table cell as text, its number in the current language (a number
+    alone, bold or italic, or followed by a unit); a number that
+    :func:`qkv.language.format_number` wrote is already in it."""
+    written = str(cell)
+    if isinstance(cell, LocalNumber):
+        return written
+    match = _NUMBER_CELL.fullmatch(written)
+    if match is None:
+        return written
+    mark = match["mark"]
+    return f"{mark}{localise(match['number'])}{mark}{match['unit'] or ''}"
+
+
+#: The words these helpers write, per language.
+WORDS = {
+    "en": {"tensor": "tensor", "shape": "shape", "meaning": "meaning", "B": "B"},
+    "fr": {"tensor": "tenseur", "shape": "forme", "meaning": "sens", "B": "o"},
+}
 
 
 def shape_table(tensors: Mapping[str, Tensor], meaning: Mapping[str, str]) -> _Markdown:
@@ -109,12 +150,14 @@ def shape_table(tensors: Mapping[str, Tensor], meaning: Mapping[str, str]) -> _M
         (f"`{name}`", f"`{tuple(tensor.shape)}`", meaning.get(name, ""))
         for name, tensor in tensors.items()
     ]
-    return markdown_table(rows, ["tensor", "shape", "meaning"])
+    header = [text(WORDS, word) for word in ("tensor", "shape", "meaning")]
+    return markdown_table(rows, header)
 
 
 def human_bytes(n_bytes: float) -> str:
     """A number of bytes for a reader, in binary units (1 KiB = 1,024 bytes):
-    ``"512 B"``, ``"1.5 KiB"``, ``"64.0 GiB"``.
+    ``"512 B"``, ``"1.5 KiB"``, ``"64.0 GiB"``; in French ``"512 o"`` (octets),
+    ``"1,5 KiB"``, ``"64,0 GiB"`` (the binary units stay, as in the French prose).
 
     Raises:
         ValueError: if ``n_bytes`` is negative or not a finite number.
@@ -129,12 +172,12 @@ def human_bytes(n_bytes: float) -> str:
     size = Decimal(float(n_bytes))
     whole = size.quantize(Decimal(1), rounding=ROUND_HALF_UP)
     if whole < 1024:
-        return f"{whole:,f} B"
+        return f"{localise(f'{whole:,f}')} {text(WORDS, 'B')}"
     for unit in ("KiB", "MiB", "GiB", "TiB", "PiB"):
         size /= 1024
         tenths = size.quantize(Decimal("0.1"), rounding=ROUND_HALF_UP)
         if tenths < 1024 or unit == "PiB":  # never "1,024.0 KiB"
-            return f"{tenths:,f} {unit}"
+            return f"{localise(f'{tenths:,f}')} {unit}"
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -157,10 +200,14 @@ def glue(name: str, value: object) -> None:
     """Paste ``value`` into the prose as ``name`` (myst-nb's ``glue``, not shown).
 
     For hidden bookkeeping cells only. Numbers become plain Python numbers;
-    a string becomes Markdown, for ``{glue:md}``.
+    a string becomes Markdown, for ``{glue:md}``. A number written by
+    :func:`qkv.language.format_number` is glued as Python writes it: the
+    French build localises glued numbers itself, once.
     """
     from myst_nb import glue as myst_glue
 
+    if isinstance(value, LocalNumber):  # as Python writes it: localised once
+        value = value.english
     if isinstance(value, str):
         value = _Markdown(value)  # for {glue:md} (and {glue:text})
     myst_glue(name, plain(value), display=False)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import html
 
+from qkv.language import get_language
 from qkv.page.widgets import Widget, figure_png, isolated
 from qkv.pretrained import AttentionMaps
 from qkv.validate import check_index, check_int
@@ -145,11 +146,13 @@ class HeadView(Widget):
         from qkv.page.plot import heatmap
 
         layer = self.layers[0]
+        words = LABELS[get_language()]  # the figure in the language of qkv
+        layer_word, head_word = words["layer"].lower(), words["head"].lower()
         fig = heatmap(
             self.maps.weights[layer, self.head],
             self.maps.tokens,
             annotate=False,
-            title=f"layer {layer}, head {self.head}",
+            title=f"{layer_word} {layer}, {head_word} {self.head}",
         )
         return figure_png(fig, dpi=110)
 

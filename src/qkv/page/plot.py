@@ -10,10 +10,20 @@ a figure at its natural size up to about 7 inches wide and shrinks wider ones, s
 a figure up to :data:`MAX_WIDTH_IN` wide needs text of at least
 :data:`MIN_FONT_PT` points; a wider one needs ``MIN_FONT_PT * width / MAX_WIDTH_IN``
 (or stack its panels vertically).
+
+Language (the French edition): the labels this module writes come from an
+en/fr table, and the numbers it writes in cells follow :func:`qkv.set_language`.
+While the language is French, every tick label of every figure (linear, log and
+colour-bar axes alike, including figures drawn with plain matplotlib) is
+written with a decimal comma and thousands grouped by a narrow no-break space:
+:func:`localise_ticks` wraps matplotlib's tick formatters, without a system
+locale, and undoes it when the language goes back to English (English figures
+are the same files as before).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import matplotlib as mpl
@@ -22,6 +32,8 @@ import numpy as np
 import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+
+from qkv.language import NNBSP, format_number, on_change, text
 
 #: The colormap used for every attention weight in the book.
 WEIGHTS_CMAP = "viridis"
@@ -73,6 +85,84 @@ def book_style():
     return mpl.rc_context(_BOOK_RC)
 
 
+#: What this module writes in a figure, per language.
+LABELS = {
+    "en": {
+        "key (attended to)": "key (attended to)",
+        "query (attending)": "query (attending)",
+        "key": "key",
+        "query": "query",
+        "head {h}": "head {h}",
+    },
+    "fr": {
+        "key (attended to)": "clé (regardée)",
+        "query (attending)": "requête (qui regarde)",
+        "key": "clé",
+        "query": "requête",
+        "head {h}": "tête {h}",
+    },
+}
+
+#: In a tick label: a decimal number (not a version 2.13.0), thousands grouped
+#: by commas, a percent sign after a number.
+_DECIMAL = re.compile(r"(?<![\w.])(\d+)\.(\d+)(?![\w.])")
+_THOUSANDS = re.compile(r"(?<![\w.,])\d{1,3}(?:,\d{3})+(?![\w.,])")
+_PERCENT = re.compile(r"(?<=\d)%")
+#: A tick label given as text that is a number (``"0.5"``, ``"4,096"``).
+_NUMBER = re.compile(r"[-+\u2212]?\d[\d,]*(?:\.\d+)?%?")
+
+
+def french_label(label: str) -> str:
+    """A tick label with French numbers: ``"0.5"`` -> ``"0,5"``, ``"4,096"``
+    -> ``"4\u202f096"``, in mathtext ``"$10^{0.5}$"`` -> ``"$10^{0{,}5}$"``."""
+    if "$" in label:  # mathtext: a comma in braces is not spaced as punctuation
+        label = _THOUSANDS.sub(lambda m: m.group(0).replace(",", r"\,"), label)
+        return _DECIMAL.sub(r"\1{,}\2", label)
+    label = _THOUSANDS.sub(lambda m: m.group(0).replace(",", NNBSP), label)
+    return _PERCENT.sub(NNBSP + "%", _DECIMAL.sub(r"\1,\2", label))
+
+
+def localise_ticks(language: str) -> None:
+    """Write every tick label (and the offset of a scalar axis, ``1e6``) the
+    way of ``language``: wrap ``Formatter.format_ticks`` and
+    ``ScalarFormatter.get_offset`` in French, restore them otherwise. Called by
+    :func:`qkv.set_language` (registered when this module is imported). A
+    ``FixedFormatter`` (labels given as text, such as tokens) changes only the
+    labels that are a number. Each wrapper keeps what it wraps in
+    ``__wrapped__``: wrapped once, however often this runs (even by a copy of
+    this module imported again)."""
+    from matplotlib import ticker
+
+    wrapped = hasattr(ticker.Formatter.format_ticks, "__wrapped__")
+    if language == "fr" and not wrapped:
+        format_ticks = ticker.Formatter.format_ticks
+        get_offset = ticker.ScalarFormatter.get_offset
+
+        def french_ticks(self, values):
+            labels = format_ticks(self, values)
+            if isinstance(self, ticker.FixedFormatter):
+                return [
+                    french_label(label) if _NUMBER.fullmatch(label) else label
+                    for label in labels
+                ]
+            return [french_label(label) for label in labels]
+
+        def french_offset(self):
+            return french_label(get_offset(self))
+
+        french_ticks.__wrapped__ = format_ticks
+        french_offset.__wrapped__ = get_offset
+        ticker.Formatter.format_ticks = french_ticks
+        ticker.ScalarFormatter.get_offset = french_offset
+    elif language != "fr" and wrapped:
+        ticker.Formatter.format_ticks = ticker.Formatter.format_ticks.__wrapped__
+        get_offset = ticker.ScalarFormatter.get_offset
+        ticker.ScalarFormatter.get_offset = get_offset.__wrapped__
+
+
+on_change(localise_ticks)
+
+
 def _as_array(weights: torch.Tensor | np.ndarray) -> np.ndarray:
     if isinstance(weights, torch.Tensor):
         weights = weights.detach().cpu().numpy()
@@ -112,8 +202,8 @@ def heatmap(
     vmax: float | None = None,
     cmap: str = WEIGHTS_CMAP,
     colorbar: bool = True,
-    xlabel: str = "key (attended to)",
-    ylabel: str = "query (attending)",
+    xlabel: str | None = None,
+    ylabel: str | None = None,
 ) -> Figure:
     """Draw a matrix of attention weights (or scores) as an annotated heatmap.
 
@@ -130,7 +220,8 @@ def heatmap(
         vmin, vmax: colour range (default 0 to the largest value).
         cmap: colormap (default :data:`WEIGHTS_CMAP`).
         colorbar: add a colour bar.
-        xlabel, ylabel: axis labels.
+        xlabel, ylabel: axis labels (default: "key (attended to)" and
+            "query (attending)", in the current language).
 
     Returns:
         The figure that holds the axes.
@@ -168,8 +259,8 @@ def heatmap(
         ha="right",
     )
     ax.set_yticks(range(0, n_rows, row_step), labels=list(row_labels)[::row_step])
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
+    ax.set_xlabel(text(LABELS, "key (attended to)") if xlabel is None else xlabel)
+    ax.set_ylabel(text(LABELS, "query (attending)") if ylabel is None else ylabel)
     if title:
         ax.set_title(title)
     if annotate:
@@ -182,7 +273,7 @@ def heatmap(
                 ax.text(
                     j,
                     i,
-                    f"{value:.{decimals}f}",
+                    format_number(value, f".{decimals}f"),
                     ha="center",
                     va="center",
                     color=colour,
@@ -209,7 +300,8 @@ def head_grid(
     Args:
         weights: shape (H, L, S), one attention map per head.
         row_labels, col_labels: labels of queries and keys (as in :func:`heatmap`).
-        titles: H titles (default: "head 0", "head 1", ...).
+        titles: H titles (default: "head 0", "head 1", ..., in the current
+            language).
         ncols: heads per row of the grid (default: all in one row, at most 4).
         annotate: write each weight in its cell.
         decimals: decimals of the annotations.
@@ -228,7 +320,8 @@ def head_grid(
     if array.ndim != 3:
         raise ValueError(f"weights must be 3-D (H, L, S), got shape {array.shape}")
     n_heads, n_rows, n_cols = array.shape
-    titles = [f"head {h}" for h in range(n_heads)] if titles is None else titles
+    if titles is None:
+        titles = [text(LABELS, "head {h}").format(h=h) for h in range(n_heads)]
     if len(titles) != n_heads:
         raise ValueError(f"got {len(titles)} titles for {n_heads} heads")
     ncols = min(n_heads, 4) if ncols is None else ncols
@@ -245,6 +338,7 @@ def head_grid(
         nrows, ncols, figsize=figsize, layout="constrained", squeeze=False
     )
     vmax = float(array.max())
+    key, query = text(LABELS, "key"), text(LABELS, "query")
     for h, ax in enumerate(axes.flat):
         if h >= n_heads:
             ax.axis("off")
@@ -259,12 +353,12 @@ def head_grid(
             decimals=decimals,
             vmax=vmax,
             colorbar=False,
-            xlabel="key" if h // ncols == nrows - 1 else "",
-            ylabel="query" if h % ncols == 0 else "",
+            xlabel=key if h // ncols == nrows - 1 else "",
+            ylabel=query if h % ncols == 0 else "",
         )
         if width is not None:  # labels on the outer panels only
             last_row = h + ncols >= n_heads
             ax.tick_params(labelleft=h % ncols == 0, labelbottom=last_row)
-            ax.set_xlabel("key" if last_row else "")
+            ax.set_xlabel(key if last_row else "")
     fig.colorbar(axes.flat[0].images[0], ax=axes, shrink=0.8)
     return fig

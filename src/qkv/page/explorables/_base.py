@@ -13,6 +13,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from qkv.language import get_language
 from qkv.page.widgets import Widget, figure_png, isolated
 from qkv.validate import check_int
 
@@ -163,10 +164,18 @@ class Explorable(Widget):
         }
 
     def static_png(self) -> bytes:
+        """The static figure, in ``lang``; when the page decides the language
+        (``lang=None``), in the language of :func:`qkv.set_language` (the
+        French edition draws it in French)."""
         from qkv.page.plot import book_style
 
-        with book_style():
-            return figure_png(self._static_figure())
+        chosen = self.lang
+        self.lang = chosen or get_language()
+        try:
+            with book_style():
+                return figure_png(self._static_figure())
+        finally:
+            self.lang = chosen
 
     def _static_figure(self):
         raise NotImplementedError

@@ -1,0 +1,157 @@
+"""The language in which :mod:`qkv` writes what a reader sees (the French edition).
+
+The book has an English and a French edition; each chapter runs in the
+language of its page, and what ``qkv`` draws, prints and says follows it:
+figure labels and tick numbers, tables written by code, the checkers' messages
+and the argument errors. Code identifiers never change.
+
+* :func:`set_language` and :func:`get_language`; the first language comes from
+  the environment variable ``QKV_LANGUAGE`` (default ``"en"``).
+* :func:`text`: a label looked up in an ``{"en": {...}, "fr": {...}}`` table. A
+  key missing in the current language raises ``LookupError``: a page never
+  falls back to English silently.
+* :func:`format_number` and :func:`localise`: numbers the language's way. In
+  French: a decimal comma, thousands grouped by a narrow no-break space
+  (U+202F), a narrow no-break space before ``%``, the exponent of scientific
+  notation kept (``1,5e-06``). The minus sign stays as Python writes it
+  (``-``): matplotlib draws its own minus (U+2212) on axes, and the French
+  build of the book keeps the sign of the numbers it localises.
+  In English, numbers are unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping
+
+__all__ = [
+    "LANGUAGES",
+    "format_number",
+    "get_language",
+    "language_from_environment",
+    "localise",
+    "on_change",
+    "set_language",
+    "text",
+]
+
+#: The languages of the book's editions.
+LANGUAGES = ("en", "fr")
+
+#: A narrow no-break space: French thousands, and the space before ``%``.
+NNBSP = "\u202f"
+
+
+def _checked(name: str, code: object) -> str:
+    if not isinstance(code, str) or code not in LANGUAGES:
+        raise ValueError(f"{name} must be one of {LANGUAGES}, got {code!r}")
+    return code
+
+
+def language_from_environment() -> str:
+    """The language named by the environment variable ``QKV_LANGUAGE``
+    (``"en"`` when it is unset or empty); ``ValueError`` for another code."""
+    return _checked("QKV_LANGUAGE", os.environ.get("QKV_LANGUAGE") or "en")
+
+
+_language = language_from_environment()
+_hooks: list[Callable[[str], None]] = []
+
+
+def get_language() -> str:
+    """The language ``qkv`` writes in: ``"en"`` or ``"fr"``."""
+    return _language
+
+
+def set_language(code: str) -> None:
+    """Write figures, tables and messages in ``code``, one of :data:`LANGUAGES`.
+
+    Raises:
+        ValueError: if ``code`` is not one of :data:`LANGUAGES`.
+    """
+    global _language
+    _language = _checked("code", code)
+    for hook in list(_hooks):
+        hook(_language)
+
+
+def on_change(hook: Callable[[str], None]) -> None:
+    """Call ``hook(language)`` now and at every :func:`set_language` (how a
+    module that keeps global state, such as matplotlib's tick formatters,
+    follows the language)."""
+    _hooks.append(hook)
+    hook(_language)
+
+
+def text(table: Mapping[str, Mapping[str, str]], key: str) -> str:
+    """``table[language][key]`` in the current language.
+
+    Raises:
+        LookupError: if the table has no text for ``key`` in that language
+            (never a silent English fallback).
+    """
+    language = get_language()
+    try:
+        return table[language][key]
+    except KeyError:
+        raise LookupError(f"no {language!r} text for the key {key!r}") from None
+
+
+#: A number as Python writes one: a sign, digits (grouped by commas or not), a
+#: decimal part, an exponent, a percent sign (the pattern the book's French
+#: build uses for glued numbers).
+_NUMBER = re.compile(
+    r"(?P<sign>[-+]?)(?P<whole>\d{1,3}(?:,\d{3})+|\d+)(?:\.(?P<decimals>\d+))?"
+    r"(?P<exponent>[eE][-+]?\d+)?(?P<percent>%?)"
+)
+
+
+def _french(match: re.Match) -> str:
+    number = match["sign"] + match["whole"].replace(",", NNBSP)
+    if match["decimals"] is not None:
+        number += "," + match["decimals"]
+    number += match["exponent"] or ""
+    if match["percent"]:
+        number += NNBSP + "%"
+    return number
+
+
+def localise(written: str) -> str:
+    """``written``, if it is entirely a number as Python writes it, in the
+    current language (French: ``"4,096"`` -> ``"4\u202f096"``, ``"0.25"`` ->
+    ``"0,25"``); any other text unchanged."""
+    if get_language() != "fr":
+        return written
+    match = _NUMBER.fullmatch(written)
+    return written if match is None else _french(match)
+
+
+class LocalNumber(str):
+    """A number written in the current language, which remembers how Python
+    writes it (:attr:`english`): :func:`qkv.page.glue.glue` pastes that one,
+    which the French build localises once (never ``"0,125"`` read as thousands)."""
+
+    english: str
+
+    def __new__(cls, written: str, english: str) -> LocalNumber:
+        number = super().__new__(cls, written)
+        number.english = english
+        return number
+
+
+def format_number(value: float, spec: str = "") -> LocalNumber:
+    """``format(value, spec)`` written the current language's way: unchanged
+    in English; ``format_number(4096, ",")`` is ``"4\u202f096"`` and
+    ``format_number(0.25, ".2f")`` is ``"0,25"`` in French.
+
+    Raises:
+        ValueError: if ``spec`` is not a format spec for ``value``.
+    """
+    try:
+        english = format(value, spec)
+    except (TypeError, ValueError) as error:
+        raise ValueError(
+            f"spec must be a format spec for value {value!r}, got {spec!r}: {error}"
+        ) from None
+    return LocalNumber(localise(english), english)
