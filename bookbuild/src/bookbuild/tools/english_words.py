@@ -151,9 +151,9 @@ def words(text: str) -> Iterator[tuple[str, int]]:
 
 
 def _catalogue_words(root: Path) -> tuple[set[str], set[str]]:
-    """The words of the catalogues' English prose (messages without a context),
-    and of all their French (prose and, where a catalogue has them, the
-    chapters' code messages: more evidence that a word is French)."""
+    """The words of the catalogues' English (prose and the chapters' code
+    messages), and of all their French: a code message's translation counts
+    only its words that its English lacks (it keeps keys and examples)."""
     from babel.messages.pofile import read_po
 
     english: set[str] = set()
@@ -164,10 +164,13 @@ def _catalogue_words(root: Path) -> tuple[set[str], set[str]]:
         for message in catalogue:
             if not message.id or not isinstance(message.id, str):
                 continue  # the header
-            if not message.context:
-                english.update(w for w, _ in words(_without_markup(message.id)))
+            source = {w for w, _ in words(_without_markup(message.id))}
+            english.update(source)
             if isinstance(message.string, str) and message.string:
-                french.update(w for w, _ in words(_without_markup(message.string)))
+                target = {w for w, _ in words(_without_markup(message.string))}
+                # A code message's translation keeps some English on purpose
+                # (a key, an example sentence): only its own words are French.
+                french.update(target - source if message.context else target)
     return english, french
 
 
