@@ -195,10 +195,16 @@ def test_a_french_page_shows_what_its_french_code_printed(small_book):
     assert "3 steps done in en" in page and "set_language" not in page
 
 
-def test_a_literal_that_is_a_message_is_translated_everywhere():
-    """A label somewhere, a key elsewhere: both translated, so the key still
-    finds its value."""
-    cell = 'scores = {"loss": 1}\nax.set_title("loss")\nprint(scores["loss"])\n'
+def test_a_literal_that_is_a_message_is_translated_everywhere_but_as_a_key():
+    """A label somewhere, a list of labels elsewhere: both translated; a key
+    (of a dict, of a subscript) is code, and stays."""
+    cell = (
+        'ax.set_title("loss")\ncurves = ["loss", "accuracy"]\n'
+        'settings = {"loss": 1}\nprint(settings["loss"])\n'
+    )
     assert messages_of(cell)[0] == ("string", "loss")  # the title
     translated = code.translate_cell(cell, {"loss": "perte"})
-    assert translated.count('"perte"') == 3 and '"loss"' not in translated
+    assert translated == (
+        'ax.set_title("perte")\ncurves = ["perte", "accuracy"]\n'
+        'settings = {"loss": 1}\nprint(settings["loss"])\n'
+    )

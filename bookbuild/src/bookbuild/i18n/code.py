@@ -103,6 +103,13 @@ _HIDDEN_CODE = re.compile(r"\bremove-(?:cell|input)\b")
 _WORDS = re.compile(r"[A-Za-z]{2,}[^\n]*\s+[^\n]*[A-Za-z]{2,}")
 _LETTERS = re.compile(r"[A-Za-z]{2,}")
 _STRING = re.compile(r"^(?P<prefix>[rRbBuUfF]*)(?P<quote>'''|\"\"\"|'|\")", re.S)
+_LAYOUT = {
+    tokenize.NL,
+    tokenize.NEWLINE,
+    tokenize.INDENT,
+    tokenize.DEDENT,
+    tokenize.COMMENT,
+}
 _FIELD = re.compile(r"\{[^{}]*\}")
 _ALIGNMENT = re.compile(r"^[lrc]+$")
 _LAID_OUT = re.compile(r"^(?:\s|[-*+] |\d+[.)] |[\w.]+(?:\[[^\]]*\])?: )")
@@ -146,6 +153,7 @@ def units(code: str, first_line: int = 1, shown: bool = True) -> list[Unit]:
     except (tokenize.TokenError, SyntaxError, IndentationError):
         return []  # IPython syntax (a magic): no messages
     lines = code.splitlines()
+    keys = _keys(tokens)
     found: list[Unit] = []
     block: list[tokenize.TokenInfo] = []
 
@@ -219,7 +227,7 @@ def units(code: str, first_line: int = 1, shown: bool = True) -> list[Unit]:
             keyword = name.string if named else None
         elif token.type == tokenize.OP and token.string == ",":
             keyword = None
-        elif token.type == tokenize.STRING:
+        elif token.type == tokenize.STRING and token.start not in keys:
             _, text, _ = _string_text(token.string)
             context = keyword or stack[-1]
             readable = context in TEXT_CALLS or context in TEXT_KEYWORDS
@@ -258,24 +266,50 @@ def _comment_lines(unit: Unit, translation: str, indent: str) -> list[str]:
     return [f"{indent}# {line}" for line in textwrap.wrap(translation, width)]
 
 
+def _keys(tokens: list[tokenize.TokenInfo]) -> set[tuple[int, int]]:
+    """Where the string literals that are keys start: a dict display's key
+    (``{"seed": 0}``) or a subscript (``runs["seed"]``). Keys name things
+    in code: a translation keeps them."""
+    tokens = [t for t in tokens if t.type not in _LAYOUT]
+    brackets: list[str] = []
+    found = set()
+    for at, token in enumerate(tokens):
+        if token.type == tokenize.OP and token.string in "([{":
+            brackets.append(token.string)
+        elif token.type == tokenize.OP and token.string in ")]}" and brackets:
+            brackets.pop()
+        if token.type != tokenize.STRING:
+            continue
+        after = tokens[at + 1].string if at + 1 < len(tokens) else ""
+        if after == ":" and brackets[-1:] == ["{"]:
+            found.add(token.start)  # a dict's key
+        elif after == "]" and at > 1 and tokens[at - 1].string == "[":
+            ahead = tokens[at - 2]
+            if ahead.type == tokenize.NAME or ahead.string in (")", "]"):
+                found.add(token.start)  # a subscript
+    return found
+
+
 def _strings(code: str) -> list[Unit]:
-    """Every string literal of ``code``, as a unit."""
+    """Every string literal of ``code`` that is not a key, as a unit."""
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
     except (tokenize.TokenError, SyntaxError, IndentationError):
         return []
+    keys = _keys(tokens)
     return [
         Unit("string", _string_text(t.string)[1], t.start[0], t.start, t.end)
         for t in tokens
-        if t.type == tokenize.STRING
+        if t.type == tokenize.STRING and t.start not in keys
     ]
 
 
 def translate_cell(code: str, messages: dict[str, str], shown: bool = True) -> str:
     """One cell's ``code`` with its code messages translated (a message with
     no translation is kept). A string whose text is a message is translated
-    wherever it stands, also where it would not be one (a key of a dict whose
-    other use is a label): one literal, one text, in all of the code."""
+    wherever it stands, also where it would not be one (a label kept in a list
+    before it is drawn), except as a key (``{"seed": 0}``, ``runs["seed"]``):
+    keys name things in code, which a translation keeps as they are."""
     found = units(code, 1, shown)
     taken = {unit.start for unit in found}
     found += [
