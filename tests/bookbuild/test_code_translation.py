@@ -196,15 +196,18 @@ def test_a_french_page_shows_what_its_french_code_printed(small_book):
 
 
 def test_a_literal_that_is_a_message_is_translated_everywhere_but_as_a_key():
-    """A label somewhere, a list of labels elsewhere: both translated; a key
-    (of a dict, of a subscript) is code, and stays."""
+    """A label somewhere, a list of labels elsewhere: both translated; a name
+    as a key (of a dict, of a subscript) is code, and stays; a label as a key
+    is translated with its other uses."""
     cell = (
         'ax.set_title("loss")\ncurves = ["loss", "accuracy"]\n'
         'settings = {"loss": 1}\nprint(settings["loss"])\n'
+        'change = {"no mask": 1}\nprint(change["no mask"])\n'
     )
     assert messages_of(cell)[0] == ("string", "loss")  # the title
-    translated = code.translate_cell(cell, {"loss": "perte"})
+    translated = code.translate_cell(cell, {"loss": "perte", "no mask": "sans masque"})
     assert translated == (
         'ax.set_title("perte")\ncurves = ["perte", "accuracy"]\n'
         'settings = {"loss": 1}\nprint(settings["loss"])\n'
+        'change = {"sans masque": 1}\nprint(change["sans masque"])\n'
     )

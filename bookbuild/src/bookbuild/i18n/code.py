@@ -103,6 +103,7 @@ _HIDDEN_CODE = re.compile(r"\bremove-(?:cell|input)\b")
 _WORDS = re.compile(r"[A-Za-z]{2,}[^\n]*\s+[^\n]*[A-Za-z]{2,}")
 _LETTERS = re.compile(r"[A-Za-z]{2,}")
 _STRING = re.compile(r"^(?P<prefix>[rRbBuUfF]*)(?P<quote>'''|\"\"\"|'|\")", re.S)
+_IDENTIFIER = re.compile(r"^[A-Za-z_]\w*$")
 _LAYOUT = {
     tokenize.NL,
     tokenize.NEWLINE,
@@ -267,9 +268,11 @@ def _comment_lines(unit: Unit, translation: str, indent: str) -> list[str]:
 
 
 def _keys(tokens: list[tokenize.TokenInfo]) -> set[tuple[int, int]]:
-    """Where the string literals that are keys start: a dict display's key
-    (``{"seed": 0}``) or a subscript (``runs["seed"]``). Keys name things
-    in code: a translation keeps them."""
+    """Where the string literals that are keys start: a name (``seed``, an
+    identifier) as a dict display's key (``{"seed": 0}``) or a subscript
+    (``runs["seed"]``). Such keys name things in code (a keyword argument, a
+    field): a translation keeps them. A key with spaces (``"causal mask"``)
+    is a label kept in a dict, and is translated with its other uses."""
     tokens = [t for t in tokens if t.type not in _LAYOUT]
     brackets: list[str] = []
     found = set()
@@ -280,6 +283,8 @@ def _keys(tokens: list[tokenize.TokenInfo]) -> set[tuple[int, int]]:
             brackets.pop()
         if token.type != tokenize.STRING:
             continue
+        if not _IDENTIFIER.match(_string_text(token.string)[1]):
+            continue  # "causal mask": a label kept in a dict, text
         after = tokens[at + 1].string if at + 1 < len(tokens) else ""
         if after == ":" and brackets[-1:] == ["{"]:
             found.add(token.start)  # a dict's key
