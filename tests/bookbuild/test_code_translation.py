@@ -211,3 +211,10 @@ def test_a_literal_that_is_a_message_is_translated_everywhere_but_as_a_key():
         'settings = {"loss": 1}\nprint(settings["loss"])\n'
         'change = {"sans masque": 1}\nprint(change["sans masque"])\n'
     )
+
+
+def test_a_glued_string_is_the_prose_s_not_the_code_s():
+    """A phrase pasted into the prose is translated by the page's catalogue,
+    from its English: the code keeps it."""
+    cell = 'glue("place", f"row {row}, column {col}")\nprint("two words")\n'
+    assert messages_of(cell) == [("string", "two words")]

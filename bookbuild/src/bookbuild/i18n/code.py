@@ -74,6 +74,9 @@ TEXT_CALLS = frozenset(
         "set_text",
     }
 )
+#: Calls whose strings are pasted into the prose (``glue``): the prose's
+#: catalogue translates them (bookbuild.i18n.glue), never the code.
+GLUED = frozenset({"glue", "glue_all", "Phrase"})
 #: Keywords (and variables, assigned at the top of a statement) whose string
 #: values a reader reads.
 TEXT_KEYWORDS = frozenset(
@@ -233,7 +236,9 @@ def units(code: str, first_line: int = 1, shown: bool = True) -> list[Unit]:
             context = keyword or stack[-1]
             readable = context in TEXT_CALLS or context in TEXT_KEYWORDS
             words = _FIELD.sub(" ", text)  # an f-string's fields are code
-            if _ALIGNMENT.match(text) or not _LETTERS.search(words):
+            if any(call in GLUED for call in stack):
+                pass  # glued into the prose: the page's catalogue translates it
+            elif _ALIGNMENT.match(text) or not _LETTERS.search(words):
                 pass  # a table's column alignment ("lrr"), a number's format
             elif readable or (
                 _WORDS.search(words) and re.search(r"\s", _FIELD.sub("", text))
