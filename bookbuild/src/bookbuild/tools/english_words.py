@@ -165,12 +165,18 @@ def _catalogue_words(root: Path) -> tuple[set[str], set[str]]:
             if not message.id or not isinstance(message.id, str):
                 continue  # the header
             source = {w for w, _ in words(_without_markup(message.id))}
+            string = message.string if isinstance(message.string, str) else ""
+            target = {w for w, _ in words(_without_markup(string))}
+            if message.context:
+                # A code message's translation keeps some words on purpose (a
+                # key, a name, the French sentences of a task, quoted as code
+                # quotes them, '...'): only the words it changed tell a language.
+                kept = {w for w, _ in words(string)}
+                english.update(source - kept)
+                french.update(target - source)
+                continue
             english.update(source)
-            if isinstance(message.string, str) and message.string:
-                target = {w for w, _ in words(_without_markup(message.string))}
-                # A code message's translation keeps some English on purpose
-                # (a key, an example sentence): only its own words are French.
-                french.update(target - source if message.context else target)
+            french.update(target)
     return english, french
 
 
