@@ -498,6 +498,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--top", type=int, default=30, help="how many words to list")
+    parser.add_argument(
+        "--page", action="append", default=[], help="every hit of this page (book/x)"
+    )
     args = parser.parse_args(argv)
     if not (args.site / args.language).is_dir():
         print(f"english-words: no site in {args.site / args.language}: `make book`")
@@ -505,6 +508,11 @@ def main(argv: list[str] | None = None) -> int:
     report = count_site(args.site, args.root, args.language)
     if args.json:
         print(json.dumps(report.as_json(args.top), ensure_ascii=False, indent=1))
+        return 0
+    if args.page:
+        for hit in report.hits:
+            if hit.page in args.page:
+                print(f"{hit.page} ({hit.place}) {hit.word}: {hit.context}")
         return 0
     total = sum(report.counts.values())
     print(
