@@ -17,7 +17,11 @@ A word is a run of 2+ letters, compared in lower case; a token with a digit, an
 ``_`` or an inner dot (an identifier, a number), or with a capital after its
 first letter (``PyTorch``, ``GPU``, ``RoPE``: names and acronyms) is no word, nor
 are paths, Python's ``True``/``None``, a name called (``tensor(``), WordPiece
-pieces (``##it``), package names and an author before "et al." or a citation.
+pieces (``##it``) and a tokenizer's list of pieces, code between backquotes
+and keyword arguments in a message (```query```, ``masks=False``), math in a
+figure's text, a
+page's label (``attention-by-hand``), package names and an author before "et
+al." or a citation.
 A word the English prose never uses is not counted (a limit of the method).
 
 Read on each French page of ``_toc.yml`` (``SITE/fr/<page>.html``) but the
@@ -107,6 +111,11 @@ NOT_WORDS = (
     re.compile(r"\b(?:True|False|None|NaN)\b"),  # Python's values
     re.compile(r"\b\w+(?=[(\[])"),  # calls: tensor([...]), fn(query)
     re.compile(r"##\w+"),  # WordPiece tokens: '##it'
+    re.compile(r"\['\[CLS\]'.*?'\[SEP\]'\]", re.S),  # a tokenizer's pieces
+    re.compile(r"`[^`\n]+`"),  # code in a message: `query`
+    re.compile(r"\b\w+(?==\S)"),  # a keyword argument: masks=False
+    re.compile(r"\$[^$\n]+\$"),  # math in a figure's text: $\times W_o$
+    re.compile(r"\b[a-z]+(?:-[a-z]+){2,}\b"),  # a page's label: attention-by-hand
     re.compile(r"\b(?:sphinx|jupyter|myst|scikit)-[\w-]+"),  # packages
 )
 
