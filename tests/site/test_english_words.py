@@ -193,3 +193,16 @@ def test_the_vocabulary_is_the_books_english_less_its_french():
     assert not {"attention", "position", "normalisation", "question"} & vocabulary
     assert not {"softmax", "token", "one-hot"} & vocabulary
     assert not {"requête", "poids", "entraînement", "phrase"} & vocabulary
+
+
+def test_code_math_labels_and_pieces_in_text_are_not_words():
+    """What a French output or figure may show that is not English prose:
+    code between backquotes, a keyword argument, a tokenizer's pieces, math,
+    a page's label."""
+    text = (
+        "`query` et `key` (masks=False) : ['[CLS]', 'pi', 're', '[SEP]'] "
+        r"$\times\ W_o$ du chapitre attention-by-hand"
+    )
+    for pattern in english_words.NOT_WORDS:
+        text = pattern.sub(lambda m: " " * len(m.group(0)), text)
+    assert [w for w, _ in english_words.words(text)] == ["et", "du", "chapitre"]
