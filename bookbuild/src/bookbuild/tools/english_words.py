@@ -113,7 +113,7 @@ NOT_WORDS = (
     re.compile(r"##\w+"),  # WordPiece tokens: '##it'
     re.compile(r"\['\[CLS\]'.*?'\[SEP\]'\]", re.S),  # a tokenizer's pieces
     re.compile(r"`[^`\n]+`"),  # code in a message: `query`
-    re.compile(r"\b\w+(?==\S)"),  # a keyword argument: masks=False
+    re.compile(r"\b\w+(?==)"),  # a keyword argument: masks=False
     re.compile(r"\$[^$\n]+\$"),  # math in a figure's text: $\times W_o$
     re.compile(r"\b[a-z]+(?:-[a-z]+){2,}\b"),  # a page's label: attention-by-hand
     re.compile(r"\b(?:sphinx|jupyter|myst|scikit)-[\w-]+"),  # packages
