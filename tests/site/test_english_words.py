@@ -24,7 +24,7 @@ HTML = ROOT / "_build" / "html"
 
 #: The French site's counts: at most these. Lower them as the French work
 #: lands (`make english-words` prints today's); zero is the aim.
-BASELINE = {"pages": 5, "tables": 3, "outputs": 1278, "figures": 480}
+BASELINE = {"pages": 5, "tables": 3, "outputs": 109, "figures": 16}
 
 
 def english_words_json(*args: str) -> dict:
