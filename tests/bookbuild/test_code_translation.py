@@ -218,3 +218,13 @@ def test_a_glued_string_is_the_prose_s_not_the_code_s():
     from its English: the code keeps it."""
     cell = 'glue("place", f"row {row}, column {col}")\nprint("two words")\n'
     assert messages_of(cell) == [("string", "two words")]
+
+
+def test_a_translated_line_is_reported_at_its_english_line():
+    english = "# a\n```{code-cell} ipython3\nimport os\n\nx = 1  # one\n```\ntext\n"
+    translated = code.translate_code(english, {"one": "un"}, "fr")
+    lines = code.line_map(english, translated)
+    new = translated.split("\n")
+    assert new[lines.index(6)] == "text"  # after the added lines: its own
+    assert 2 <= lines[new.index('qkv.set_language("fr")')] <= 4  # in its cell
+    assert lines[new.index("x = 1  # un")] == 4  # a translated line: its own

@@ -71,7 +71,11 @@ def _reference_lines(app: Sphinx, doctree) -> None:
     path = Path(app.env.doc2path(app.env.docname))
     if not path.is_file():
         return
-    lines = path.read_text(encoding="utf-8").splitlines()
+    from bookbuild.i18n.code import translated_code
+
+    # As this build read it: in a translation, its code translated.
+    text = translated_code(app, app.env.docname, path.read_text(encoding="utf-8"))
+    lines = text.splitlines()
     seen: Counter = Counter()
     for node in doctree.findall(addnodes.pending_xref):
         if not node.line or not node.source or Path(node.source) != path:

@@ -398,6 +398,23 @@ def translate_code(text: str, messages: dict[str, str], language: str) -> str:
     return "".join(pieces)
 
 
+def line_map(english: str, translated: str) -> list[int]:
+    """For each line of ``translated`` (0-based), the line of ``english`` it
+    comes from: its own where the two agree, else the first of the English
+    lines it replaces (a comment wrapped on more lines, the line added by
+    :func:`with_language` after the imports): a warning of the translated
+    build is reported at the English source's line."""
+    from difflib import SequenceMatcher
+
+    old, new = english.split("\n"), translated.split("\n")
+    found = [0] * len(new)
+    matcher = SequenceMatcher(None, old, new, autojunk=False)
+    for tag, i1, _, j1, j2 in matcher.get_opcodes():
+        for j in range(j1, j2):
+            found[j] = i1 + (j - j1) if tag == "equal" else min(i1, len(old) - 1)
+    return found
+
+
 # -- catalogues -------------------------------------------------------------------
 
 
@@ -554,11 +571,40 @@ def translated_code(app, docname: str, text: str) -> str:
 
 
 def _read_translated(app, docname: str, source: list[str]) -> None:
-    source[0] = translated_code(app, docname, source[0])
+    english = source[0]
+    source[0] = translated_code(app, docname, english)
+    lines = getattr(app.env, "bookbuild_code_lines", {})
+    lines.pop(docname, None)
+    if source[0] != english:
+        lines[docname] = line_map(english, source[0])
+    app.env.bookbuild_code_lines = lines
+
+
+def english_line(env, docname: str, line: int) -> int:
+    """The line (1-based) of ``docname``'s English source that ``line`` of
+    the source a translated build read (its code translated) comes from."""
+    found = getattr(env, "bookbuild_code_lines", {}).get(docname)
+    if not found or not 0 < line <= len(found):
+        return line
+    return found[line - 1] + 1
+
+
+def _merge(app, env, docnames, other) -> None:
+    lines = getattr(env, "bookbuild_code_lines", {})
+    for docname in docnames:
+        if docname in getattr(other, "bookbuild_code_lines", {}):
+            lines[docname] = other.bookbuild_code_lines[docname]
+    env.bookbuild_code_lines = lines
+
+
+def _purge(app, env, docname) -> None:
+    getattr(env, "bookbuild_code_lines", {}).pop(docname, None)
 
 
 def setup(app) -> dict:
     app.connect("source-read", _read_translated)
+    app.connect("env-merge-info", _merge)
+    app.connect("env-purge-doc", _purge)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
 
 

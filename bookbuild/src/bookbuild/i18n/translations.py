@@ -379,6 +379,27 @@ class CatalogueLocations(logging.Filter):
             return f"{match['path']}:{match['line']}:<translated>", None
         return None
 
+    def english_line(self, record) -> bool:
+        """A warning at a line of a page whose code the build read translated
+        (bookbuild.i18n.code): at the English source's line instead."""
+        from docutils import nodes
+        from docutils.utils import get_source_line
+
+        from bookbuild.i18n.code import english_line
+
+        location = getattr(record, "location", None)
+        if isinstance(location, nodes.Node):
+            path, line = get_source_line(location)
+        elif isinstance(location, tuple) and len(location) == 2:
+            path, line = location
+            path = self.app.env.doc2path(path) if path else path
+        else:
+            return True
+        docname = self.app.env.path2doc(str(path)) if path else None
+        if docname and line:
+            record.location = f"{path}:{english_line(self.app.env, docname, line)}"
+        return True
+
     def filter(self, record) -> bool:
         try:
             return self.rewrite(record)
@@ -389,7 +410,7 @@ class CatalogueLocations(logging.Filter):
         """Point ``record`` at the catalogue; False for a warning already shown."""
         found = self.source(record)
         if found is None:
-            return True
+            return self.english_line(record)
         source, text = found
         match = TRANSLATED_SOURCE.match(source)
         root, language = Path(self.app.srcdir), self.app.config.language
@@ -398,6 +419,10 @@ class CatalogueLocations(logging.Filter):
             return True
         english = Path(match["path"])
         english = english.relative_to(root) if english.is_relative_to(root) else english
+        from bookbuild.i18n.code import english_line
+
+        # the line of the English source (the build read its code translated)
+        line_number = english_line(self.app.env, docname, int(match["line"]))
         folders = [root / d for d in self.app.config.locale_dirs] or [root / LOCALES]
         po = next(
             (
@@ -408,14 +433,12 @@ class CatalogueLocations(logging.Filter):
             folders[0] / language / "LC_MESSAGES" / f"{docname}.po",
         )
         message = record.msg % record.args if record.args else str(record.msg)
-        line = catalogue_line(
-            po, text, int(match["line"]), re.findall(r"'([^']+)'", message)
-        )
+        line = catalogue_line(po, text, line_number, re.findall(r"'([^']+)'", message))
         shown = po.relative_to(root) if po.is_relative_to(root) else po
         at = f":{line} ({language})" if line else f" ({language}: message not found)"
         record.location = shown.as_posix() + at
         record.bookbuild_docname = docname  # the page (bookbuild.execute.reports)
-        record.msg = f"{message} (translation of {english.as_posix()}:{match['line']})"
+        record.msg = f"{message} (translation of {english.as_posix()}:{line_number})"
         record.args = ()
         if (record.location, record.msg) in self.seen:
             return False
