@@ -14,6 +14,7 @@ from types import SimpleNamespace
 
 from pypdf import PdfReader, PdfWriter
 
+from bookbuild.i18n.code import translated_source
 from bookbuild.i18n.translations import page_messages, sphinx_config
 from bookbuild.site import citation
 from bookbuild.site.edition import UNTRANSLATED, translate_source
@@ -180,7 +181,8 @@ def test_translate_source_leaves_front_matter_and_code_alone():
 def test_the_french_source_download_serves_the_french_chapter(built_book):
     """« Télécharger le fichier source » on a French page: the chapter's
     Markdown with its prose in French (every message of its catalogue that is
-    in the source), the same front matter and code cells as the English one."""
+    in the source), the same front matter as the English one, and the code
+    cells the French edition runs (comments and strings in French)."""
     assert built_book.returncode == 0, built_book.output[-3000:]
     html = page(FR / f"{CHAPTER}.html")
     button = re.search(r'<a href="([^"]+)"[^>]*\n[^>]*btn-download-source-button', html)
@@ -191,8 +193,9 @@ def test_the_french_source_download_serves_the_french_chapter(built_book):
         source = page(ROOT / f"{name}.md")
         served = page(FR / "_sources" / f"{name}.md")
         assert served != source, name
+        french_code = translated_source(ROOT, name, "fr")
         assert [m[0] for m in UNTRANSLATED.finditer(served)] == [
-            m[0] for m in UNTRANSLATED.finditer(source)
+            m[0] for m in UNTRANSLATED.finditer(french_code)
         ], name
         flat = " ".join(served.split())
         messages = page_messages(ROOT, "fr", name)
@@ -219,8 +222,8 @@ def test_the_french_source_download_serves_the_french_chapter(built_book):
 
 
 def test_the_french_notebook_download_is_french(built_book):
-    """The other download of a French page, its notebook: French prose, the
-    same code."""
+    """The other download of a French page, its notebook: French prose, and
+    the code the French edition runs (the same cells, in French)."""
     import nbformat
 
     assert built_book.returncode == 0, built_book.output[-3000:]
@@ -230,7 +233,10 @@ def test_the_french_notebook_download_is_french(built_book):
     titles = [c.source for c in french.cells if c.cell_type == "markdown"]
     assert titles and titles[0].startswith("# Le masquage"), titles[:1]
     code = [c.source for c in english.cells if c.cell_type == "code"][1:]
-    assert [c.source for c in french.cells if c.cell_type == "code"][1:] == code
+    french_code = [c.source for c in french.cells if c.cell_type == "code"][1:]
+    assert len(french_code) == len(code)
+    assert 'qkv.set_language("fr")' in french_code[0]
+    assert "# ce chapitre ne fait que des passes avant" in french_code[0]
 
 
 # -- the handouts -------------------------------------------------------------------
