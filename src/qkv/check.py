@@ -1084,7 +1084,8 @@ def _called(function: str, names: Sequence[str], args: Sequence[Any]) -> str:
     """How the student's code was called, e.g. "fn(query, key) with query (4, 8)"."""
     shown = dict(zip(names, args, strict=True))  # each name once: module(x, x, x)
     shapes = [
-        f"{name} {_shape(arg)}" + (" bool" if arg.dtype == torch.bool else "")
+        _say("{name} {shape}", name=name, shape=_shape(arg))
+        + (" bool" if arg.dtype == torch.bool else "")
         for name, arg in shown.items()
         if isinstance(arg, Tensor)
     ]
@@ -1953,7 +1954,7 @@ _FRENCH_PAIRS: tuple[tuple[str, str], ...] = (
         ),
         (
             "Votre résultat correspond à l'auto-attention sur la seule requête. "
-            "Utilisez les arguments key et value : K = self.W_k(key), V = "
+            "Utilisez les arguments `key` et `value` : K = self.W_k(key), V = "
             "self.W_v(value)."
         ),
     ),
@@ -1964,7 +1965,7 @@ _FRENCH_PAIRS: tuple[tuple[str, str], ...] = (
         ),
         (
             "Votre résultat correspond à des valeurs projetées à partir de "
-            "l'argument key. Projetez l'argument value : V = self.W_v(value)."
+            "l'argument `key`. Projetez l'argument `value` : V = self.W_v(value)."
         ),
     ),
     (
@@ -2057,7 +2058,7 @@ _FRENCH_PAIRS: tuple[tuple[str, str], ...] = (
     ("{checker}: all {n} cases passed.", "{checker} : les {n} cas sont réussis."),
     (
         "Not run (masks=False): {n} mask cases.",
-        "Non exécutés (masks=False) : {n} cas avec masque.",
+        "Non exécutés (`masks=False`) : {n} cas avec masque.",
     ),
     ("in every case", "dans tous les cas"),
     ("in {unchecked} of the {total} cases", "dans {unchecked} des {total} cas"),
@@ -2190,7 +2191,7 @@ _FRENCH_PAIRS: tuple[tuple[str, str], ...] = (
     ),
     (
         "masks must be True or False, got {masks}",
-        "masks doit valoir True ou False, reçu {masks}",
+        "`masks` doit valoir `True` ou `False`, reçu {masks}",
     ),
     (
         ("It ran for more than {seconds} seconds without returning, and was stopped."),
@@ -2313,7 +2314,8 @@ _FRENCH_PAIRS: tuple[tuple[str, str], ...] = (
             "sortie, ou le chemin qui en part a été coupé."
         ),
     ),
-    ("{function}({names}) with {shapes}", "{function}({names}) avec {shapes}"),
+    ("{function}({names}) with {shapes}", "`{function}({names})` avec {shapes}"),
+    ("{name} {shape}", "`{name}` {shape}"),  # an argument of the call, its shape
     (
         ", with requires_grad=True, then backward()",
         ", avec requires_grad=True, puis backward()",
@@ -2382,7 +2384,7 @@ _FRENCH_PAIRS: tuple[tuple[str, str], ...] = (
     ("two batch dims (2, 3)", "deux dimensions de lot (2, 3)"),
     (
         "gradients reach query, key and value",
-        "les gradients atteignent query, key et value",
+        "les gradients atteignent `query`, `key` et `value`",
     ),
     (
         "a bool mask (L, S) shared by the batch",
@@ -2482,13 +2484,13 @@ _FRENCH_PAIRS: tuple[tuple[str, str], ...] = (
         (
             "Votre code passait en auto-attention, mais pas avec 4 requêtes et 6 "
             "clés. Les clés et les valeurs sont-elles projetées à partir des "
-            "arguments key et value, et les scores sont-ils (..., H, L, S), une "
+            "arguments `key` et `value`, et les scores sont-ils (..., H, L, S), une "
             "ligne par requête ?"
         ),
     ),
     (
         "key and value are different tensors",
-        "key et value sont des tenseurs différents",
+        "`key` et `value` sont des tenseurs différents",
     ),
     (
         "another size: embed_dim = 8, num_heads = 4",

@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from qkv.attention import MultiHeadAttention, concat_heads, split_heads
+from qkv.language import text
 from qkv.validate import check_int
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "decode_multiply_adds",
     "default_clock",
     "kv_cache_bytes",
+    "scheme_label",
     "score_bytes",
 ]
 
@@ -70,6 +72,25 @@ DECODE_SCHEMES = ("recompute", "reproject", "cache")
 def _check_scheme(scheme: str) -> None:
     if scheme not in DECODE_SCHEMES:
         raise ValueError(f"scheme must be one of {DECODE_SCHEMES}, got {scheme!r}")
+
+
+#: What a reader sees for each scheme, per language (:func:`scheme_label`).
+SCHEME_LABELS = {
+    "en": {scheme: scheme for scheme in DECODE_SCHEMES},
+    "fr": {"recompute": "recalculer", "reproject": "reprojeter", "cache": "cache"},
+}
+
+
+def scheme_label(scheme: str) -> str:
+    """The name of ``scheme`` (one of :data:`DECODE_SCHEMES`) a table or a
+    figure shows, in the current language (:func:`qkv.set_language`): the
+    key itself in English, ``"recalculer"`` for ``"recompute"`` in French.
+
+    Raises:
+        ValueError: if ``scheme`` is not one of :data:`DECODE_SCHEMES`.
+    """
+    _check_scheme(scheme)
+    return text(SCHEME_LABELS, scheme)
 
 
 def decode_multiply_adds(

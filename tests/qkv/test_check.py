@@ -917,3 +917,17 @@ def test_bad_argument_raises_value_error(check, argument, words):
 def test_masks_must_be_a_bool():
     with pytest.raises(ValueError, match="masks must be True or False"):
         check_self_attention(qkv.SelfAttention, masks="no")
+
+
+def test_the_call_in_french_names_its_arguments_as_code():
+    from qkv.check import _called
+
+    args = [torch.zeros(4, 8), torch.zeros(6, 8, dtype=torch.bool)]
+    english = "fn(query, key) with query (4, 8), key (6, 8) bool"
+    assert _called("fn", ["query", "key"], args) == english
+    try:
+        qkv.set_language("fr")
+        french = _called("fn", ["query", "key"], args)
+    finally:
+        qkv.set_language("en")
+    assert french == "`fn(query, key)` avec `query` (4, 8), `key` (6, 8) bool"

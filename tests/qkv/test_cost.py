@@ -150,3 +150,16 @@ def test_kv_cache_grows_one_position_per_append():
     for t in range(1, 4):
         keys, values = cache.append(torch.randn(2, 1, 8), torch.randn(2, 1, 8))
         assert keys.shape == values.shape == (2, t, 8)
+
+
+def test_scheme_labels_in_french_and_english():
+    assert cost.SCHEME_LABELS["fr"].keys() == set(DECODE_SCHEMES)
+    assert [cost.scheme_label(s) for s in DECODE_SCHEMES] == list(DECODE_SCHEMES)
+    try:
+        qkv.set_language("fr")
+        french = [cost.scheme_label(s) for s in DECODE_SCHEMES]
+        assert french == ["recalculer", "reprojeter", "cache"]
+    finally:
+        qkv.set_language("en")
+    with pytest.raises(ValueError, match="scheme must be one of .* got 'fast'"):
+        cost.scheme_label("fast")

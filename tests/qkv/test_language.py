@@ -339,13 +339,13 @@ def test_every_checker_text_has_its_french():
 
 def test_argument_errors_in_french():
     qkv.set_language("fr")
-    with pytest.raises(ValueError, match="num_heads doit être un int >= 1, reçu 0"):
+    with pytest.raises(ValueError, match="`num_heads` doit être un `int` >= 1, reçu 0"):
         qkv.split_heads(torch.zeros(2, 4), 0)
-    with pytest.raises(ValueError, match=r"query doit avoir au moins 2 dimensions"):
+    with pytest.raises(ValueError, match=r"`query` doit avoir au moins 2 dimensions"):
         qkv.scaled_dot_product_attention(torch.zeros(3), torch.zeros(3), 1)
-    with pytest.raises(ValueError, match=r"embed_dim=6 doit être divisible par"):
+    with pytest.raises(ValueError, match=r"`embed_dim=6` doit être divisible par"):
         qkv.MultiHeadAttention(6, 4)
-    with pytest.raises(ValueError, match=r"attn_mask doit être un tenseur booléen"):
+    with pytest.raises(ValueError, match=r"`attn_mask` doit être un tenseur booléen"):
         x = torch.zeros(2, 4)
         qkv.scaled_dot_product_attention(x, x, x, attn_mask=torch.ones(2, 2))
     qkv.set_language("en")

@@ -83,6 +83,30 @@ def test_clock_name_says_which_clock():
     assert clock_name(time.perf_counter) == "wall-clock time"
 
 
+def test_implementation_and_clock_labels_in_french_and_english():
+    from qkv.experiments.measure import (
+        CLOCK_NAMES,
+        IMPLEMENTATION_LABELS,
+        IMPLEMENTATIONS,
+        implementation_label,
+    )
+
+    assert IMPLEMENTATION_LABELS["fr"].keys() == IMPLEMENTATIONS.keys()
+    assert CLOCK_NAMES["fr"].keys() == CLOCK_NAMES["en"].keys()
+    for name in IMPLEMENTATIONS:  # English: the key itself, as before
+        assert implementation_label(name) == name
+    try:
+        qkv.set_language("fr")
+        french = [implementation_label(name) for name in IMPLEMENTATIONS]
+        assert french == ["qkv (naïve)", "torch (fusionnée)", "qkv par tuiles"]
+        assert clock_name(time.process_time) == "temps CPU"
+        assert clock_name(time.perf_counter) == "temps d'horloge murale"
+    finally:
+        qkv.set_language("en")
+    with pytest.raises(ValueError, match="name must be one of .* got 'naive'"):
+        implementation_label("naive")
+
+
 def test_log_log_slope_recovers_the_exponent():
     sizes = [128, 256, 512, 1024]
     for k in (1.0, 2.0, 3.0):

@@ -41,12 +41,14 @@ from qkv.attention import (
 )
 from qkv.cost import DECODE_SCHEMES, decode, default_clock
 from qkv.experiments._results import remembered
+from qkv.language import text
 from qkv.validate import check_int
 
 __all__ = [
     "IMPLEMENTATIONS",
     "cache_bytes",
     "clock_name",
+    "implementation_label",
     "interleaved_times",
     "log_log_slope",
     "peak_memories",
@@ -88,9 +90,18 @@ def cache_bytes(level: int) -> int | None:
 # ---------------------------------------------------------------------------
 
 
+#: The names of the clocks, per language (:func:`clock_name`).
+CLOCK_NAMES = {
+    "en": {"CPU time": "CPU time", "wall-clock time": "wall-clock time"},
+    "fr": {"CPU time": "temps CPU", "wall-clock time": "temps d'horloge murale"},
+}
+
+
 def clock_name(clock: Callable[[], float]) -> str:
-    """``"CPU time"`` for ``time.process_time``, ``"wall-clock time"`` otherwise."""
-    return "CPU time" if clock is time.process_time else "wall-clock time"
+    """``"CPU time"`` for ``time.process_time``, ``"wall-clock time"`` otherwise,
+    in the current language (:func:`qkv.set_language`; French: ``"temps CPU"``)."""
+    name = "CPU time" if clock is time.process_time else "wall-clock time"
+    return text(CLOCK_NAMES, name)
 
 
 def _rotations(count: int, rounds: int) -> list[list[int]]:
@@ -205,6 +216,31 @@ IMPLEMENTATIONS: dict[str, Callable[[Tensor, Tensor, Tensor], Tensor]] = {
     "torch (fused)": _torch_fused,
     "qkv tiled": _qkv_tiled,
 }
+
+#: What a reader sees for each implementation, per language
+#: (:func:`implementation_label`).
+IMPLEMENTATION_LABELS = {
+    "en": {name: name for name in IMPLEMENTATIONS},
+    "fr": {
+        "qkv (naive)": "qkv (naïve)",
+        "torch (fused)": "torch (fusionnée)",
+        "qkv tiled": "qkv par tuiles",
+    },
+}
+
+
+def implementation_label(name: str) -> str:
+    """The name of the implementation ``name`` (a key of
+    :data:`IMPLEMENTATIONS`) a table or a figure shows, in the current language
+    (:func:`qkv.set_language`): the key itself in English, ``"qkv (naïve)"``
+    for ``"qkv (naive)"`` in French.
+
+    Raises:
+        ValueError: if ``name`` is not a key of :data:`IMPLEMENTATIONS`.
+    """
+    if name not in IMPLEMENTATIONS:
+        raise ValueError(f"name must be one of {list(IMPLEMENTATIONS)}, got {name!r}")
+    return text(IMPLEMENTATION_LABELS, name)
 
 
 def _status_bytes(field: str) -> int:
