@@ -201,8 +201,9 @@ def test_code_math_labels_and_pieces_in_text_are_not_words():
     a page's label."""
     text = (
         "`query` et `key` (masks=False) : ['[CLS]', 'pi', 're', '[SEP]'] "
-        r"$\times\ W_o$ du chapitre attention-by-hand"
+        r"$\times\ W_o$ du chapitre attention-by-hand, d_k = query.shape[-1]"
     )
     for pattern in english_words.NOT_WORDS:
         text = pattern.sub(lambda m: " " * len(m.group(0)), text)
     assert [w for w, _ in english_words.words(text)] == ["et", "du", "chapitre"]
+    assert [w for w, _ in english_words.words("e.g. this")] == ["e.g", "this"]

@@ -108,6 +108,7 @@ QUOTED = re.compile(r"«[^»]*»|“[^”]*”")  # on a page: a mention, not pr
 NOT_WORDS = (
     re.compile(r"(?<![\w/.-])(?:[\w.-]+/)+[\w.-]+"),  # paths: book/masking
     re.compile(r"\b[A-Z]\w*(?=\s*(?:et al\b|\[))"),  # names: He et al., He [HZRS16]
+    re.compile(r"\b[A-Za-z_]\w+(?:\.[A-Za-z_]\w+)+"),  # an attribute: query.shape
     re.compile(r"\b(?:True|False|None|NaN)\b"),  # Python's values
     re.compile(r"\b\w+(?=[(\[])"),  # calls: tensor([...]), fn(query)
     re.compile(r"##\w+"),  # WordPiece tokens: '##it'
@@ -224,7 +225,8 @@ class Examples:
     ``sentences``: the running sentence ("Your journey starts with one step") and
     the pretrained model's (``qkv.examples``), each not counted where it stands
     whole. ``words``: theirs and those of the French-to-English task's English
-    side (``qkv.experiments.translate``: "the black mouse chases the white fox"),
+    side (``qkv.experiments.translate``: "the black mouse chases the white fox")
+    and the animals and sounds of the dictionary *queries-keys-values* looks up,
     not counted where a piece of text has no other English word (a label, a
     cell, a line of output listing tokens or a translation), nor quoted."""
 
@@ -242,6 +244,12 @@ def examples(root: Path) -> Examples:
     english += [w for noun in task["NOUNS"] for w in noun[3:5]]
     english += [adjective[4] for adjective in task["ADJECTIVES"]]
     english += [w for verb in task["VERBS"] for w in verb[2:4]]
+    # The dictionary that a query looks up by key (queries-keys-values): its
+    # animals and their sounds, kept in English by the French prose too.
+    chapter = (root / "book" / "queries-keys-values.md").read_text("utf-8")
+    sounds = re.search(r"^sounds = (\{.*\})$", chapter, re.M)
+    if sounds:
+        english += [w for pair in ast.literal_eval(sounds[1]).items() for w in pair]
     vocabulary = {w for s in (*sentences, *english) for w, _ in words(s)}
     return Examples(sentences, frozenset(vocabulary))
 
