@@ -23,6 +23,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from qkv.language import text
 from qkv.validate import check_int
 
 __all__ = [
@@ -32,6 +33,19 @@ __all__ = [
     "find_heads",
     "load_model",
 ]
+
+
+_NOT_IN_SENTENCE = "token {token} is not in the sentence; its tokens are {tokens}"
+#: The messages a reader may meet, per language: English template -> text
+#: (tokens stay as Python writes them).
+MESSAGES = {
+    "en": {_NOT_IN_SENTENCE: _NOT_IN_SENTENCE},
+    "fr": {
+        _NOT_IN_SENTENCE: (
+            "le token {token} n’est pas dans la phrase\u202f; ses tokens sont {tokens}"
+        )
+    },
+}
 
 
 class ModelUnavailableError(OSError):
@@ -223,7 +237,9 @@ class AttentionMaps:
         if token.lower() in lowered:
             return lowered.index(token.lower())
         raise ValueError(
-            f"token {token!r} is not in the sentence; its tokens are {self.tokens}"
+            text(MESSAGES, _NOT_IN_SENTENCE).format(
+                token=repr(token), tokens=self.tokens
+            )
         )
 
 

@@ -416,3 +416,25 @@ def test_hub_check_direct_answers(monkeypatch, fake_server, connections):
     monkeypatch.setenv("HF_ENDPOINT", "https://huggingface.co")
     assert pretrained._hub_reachable(timeout=2) is False  # refused by the fixture
     assert connections[-1] == ("huggingface.co", 443)
+
+
+def test_a_missing_token_is_named_in_the_language_of_the_page():
+    import qkv
+
+    maps = AttentionMaps(
+        ["[CLS]", "pi", "##ka", "[SEP]"], torch.full((1, 1, 4, 4), 0.25)
+    )
+    assert set(pretrained.MESSAGES["fr"]) == set(pretrained.MESSAGES["en"])
+    assert all(key == text for key, text in pretrained.MESSAGES["en"].items())
+    try:
+        with pytest.raises(ValueError, match="'pikachu' is not in the sentence"):
+            maps.index("pikachu")
+        qkv.set_language("fr")
+        with pytest.raises(ValueError) as raised:
+            maps.index("pikachu")
+        assert str(raised.value) == (
+            "le token 'pikachu' n’est pas dans la phrase\u202f; ses tokens sont "
+            "['[CLS]', 'pi', '##ka', '[SEP]']"
+        )
+    finally:
+        qkv.set_language("en")

@@ -370,3 +370,34 @@ def test_additive_needs_more_steps_to_a_loss_of_0_1_on_seeds_0_to_4(
         assert first_step_below(additive.history, 0.1) > first_step_below(
             dot.history, 0.1
         ), seed
+
+
+def test_score_labels_and_messages_in_both_languages():
+    import qkv
+
+    model = tr.Translator(embed_dim=16, num_heads=2)
+    for table in (tr.SCORE_LABELS, tr.MESSAGES):
+        assert set(table["fr"]) == set(table["en"])
+        assert all(key == label for key, label in table["en"].items())
+    assert set(tr.SCORE_LABELS["en"]) == {"dot", "additive"}
+    with pytest.raises(ValueError, match="score must be 'dot' or 'additive'"):
+        tr.score_label("cosine")
+    try:
+        assert [tr.score_label(s) for s in ("dot", "additive")] == [
+            "dot",
+            "additive",
+        ]
+        with pytest.raises(ValueError, match="unknown French word 'zèbre' in"):
+            tr.translate(model, "le zèbre noir")
+        qkv.set_language("fr")
+        assert tr.score_label("dot") == "produit scalaire"
+        with pytest.raises(ValueError) as raised:
+            tr.encode_source([["le", "zèbre", "noir"]])
+        assert str(raised.value).startswith(
+            "mot français inconnu 'zèbre' dans 'le zèbre noir'\u202f; "
+            "mots connus\u202f: le, "
+        )
+        with pytest.raises(ValueError, match="sentence doit avoir au moins un mot"):
+            tr.translate(model, "")
+    finally:
+        qkv.set_language("en")

@@ -41,6 +41,7 @@ from torch import Tensor, nn
 
 from qkv.attention import MultiHeadAttention, padding_mask, split_heads
 from qkv.experiments._results import remembered
+from qkv.language import text
 from qkv.transformer import FeedForward, TransformerBlock, sinusoidal_positions
 from qkv.validate import check_int
 
@@ -66,10 +67,59 @@ __all__ = [
     "heldout_pairs",
     "heldout_sentences",
     "random_sentence",
+    "score_label",
     "split_phrases",
     "train",
     "translate",
 ]
+
+#: The attention scores a :class:`Translator` may use, as a page names them,
+#: per language (the English label is the key).
+SCORE_LABELS = {
+    "en": {"dot": "dot", "additive": "additive"},
+    "fr": {"dot": "produit scalaire", "additive": "additive"},
+}
+#: The messages a reader may meet, per language: English template -> text
+#: (values and names stay as Python writes them).
+_FRENCH_MESSAGES = {
+    "unknown French word {word} in {sentence}; known words: {known}": (
+        "mot français inconnu {word} dans {sentence}\u202f; mots connus\u202f: {known}"
+    ),
+    "a sentence to translate must have at least one word": (
+        "une phrase à traduire doit avoir au moins un mot"
+    ),
+    "sentence must be a str of words separated by spaces, or a list of "
+    "words (str), got {sentence} of type {type}": (
+        "sentence doit être une str de mots séparés par des espaces, ou une "
+        "liste de mots (str), reçu {sentence} de type {type}"
+    ),
+    "sentence must have at least one word, got {sentence}": (
+        "sentence doit avoir au moins un mot, reçu {sentence}"
+    ),
+}
+MESSAGES = {
+    "en": {english: english for english in _FRENCH_MESSAGES},
+    "fr": _FRENCH_MESSAGES,
+}
+
+
+def _message(english: str, **values: object) -> str:
+    """The message ``english`` in the current language, filled with ``values``."""
+    return text(MESSAGES, english).format(**values)
+
+
+def score_label(score: str) -> str:
+    """The name of the attention score ``score`` (``"dot"`` or ``"additive"``,
+    the ``score`` of :func:`train`) as a page shows it, in the language of
+    :func:`qkv.set_language` (explained in the chapter *cross-attention*).
+
+    Raises:
+        ValueError: if ``score`` is not one of the scores.
+    """
+    if score not in SCORE_LABELS["en"]:
+        raise ValueError(f"score must be 'dot' or 'additive', got {score!r}")
+    return text(SCORE_LABELS, score)
+
 
 #: Nouns: (French singular, French plural, feminine?, English singular, plural).
 #: No noun starts with a vowel (no elision: "le", "la"), no irregular French plural.
@@ -335,12 +385,19 @@ def encode_source(sentences: list[list[str]]) -> tuple[Tensor, Tensor]:
     """
     for words in sentences:
         if not words:
-            raise ValueError("a sentence to translate must have at least one word")
+            raise ValueError(
+                _message("a sentence to translate must have at least one word")
+            )
         for word in words:
             if word not in SOURCE_ID or word == PAD:
                 raise ValueError(
-                    f"unknown French word {word!r} in {' '.join(words)!r}; "
-                    f"known words: {', '.join(SOURCE_VOCAB[1:])}"
+                    _message(
+                        "unknown French word {word} in {sentence}; "
+                        "known words: {known}",
+                        word=repr(word),
+                        sentence=repr(" ".join(words)),
+                        known=", ".join(SOURCE_VOCAB[1:]),
+                    )
                 )
     lengths = [len(words) for words in sentences]
     keep = padding_mask(lengths)  # (B, S)
@@ -680,11 +737,20 @@ def _words(sentence: str | list[str]) -> list[str]:
         words = list(sentence)
     else:
         raise ValueError(
-            "sentence must be a str of words separated by spaces, or a list of "
-            f"words (str), got {sentence!r} of type {type(sentence).__name__}"
+            _message(
+                "sentence must be a str of words separated by spaces, or a list of "
+                "words (str), got {sentence} of type {type}",
+                sentence=repr(sentence),
+                type=type(sentence).__name__,
+            )
         )
     if not words:
-        raise ValueError(f"sentence must have at least one word, got {sentence!r}")
+        raise ValueError(
+            _message(
+                "sentence must have at least one word, got {sentence}",
+                sentence=repr(sentence),
+            )
+        )
     return [w.lower() for w in words]
 
 

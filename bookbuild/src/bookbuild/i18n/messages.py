@@ -81,6 +81,12 @@ FRENCH: dict[str, str] = {
     "{title} - Home": "{title} – Accueil",
     # bookbuild.site.build_info: every footer
     "built {date}": "construit le {date}",
+    # bookbuild.site.build_info: the headers of the execution-time table
+    "Document": "Document",
+    "Modified": "Modifié le",
+    "Method": "Méthode",
+    "Run Time (s)": "Durée (s)",
+    "Status": "État",
     # bookbuild.i18n.languages: the language switcher
     "Language": "Langue",
     # bookbuild.i18n.solution_titles: the heading of a solution

@@ -7,6 +7,8 @@ Answer: the pages listed in ``build_info_pages`` are marked outdated at every
 build (cheap: their code comes from the cache), and while their source is read the
 placeholders ``%%BUILD_DATE%%`` and ``%%BUILD_COMMIT%%`` are replaced by the current
 UTC time and the git commit of the book (``unknown`` outside a git checkout).
+The headers of myst-nb's table of execution times are written in the page's
+language (:class:`TranslateExecTable`).
 Every page's footer also gives the book's version, the commit, the build date and
 the torch version. The footer leaves out the ``+changes`` mark and the time of
 day: editing a page must not rewrite every page of the site.
@@ -26,6 +28,7 @@ from pathlib import Path
 from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.transforms import SphinxTransform
+from sphinx.transforms.post_transforms import SphinxPostTransform
 
 
 def _git(root: Path, *args: str) -> str:
@@ -94,6 +97,39 @@ class StampTranslated(SphinxTransform):
                 text.parent.replace(text, nodes.Text(_stamped(self.app, str(text))))
 
 
+#: The headers of myst-nb's table of execution times (``nb-exec-table``), which
+#: myst-nb writes in English: each goes through ``bookbuild.i18n.messages``.
+EXEC_TABLE_HEADERS = ("Document", "Modified", "Method", "Run Time (s)", "Status")
+
+
+class TranslateExecTable(SphinxPostTransform):
+    """The headers of the execution-time table in the page's language (myst-nb
+    builds the table after the translation, in its post-transform of priority 8)."""
+
+    default_priority = 9
+
+    def run(self, **kwargs) -> None:
+        if self.env.docname in self.config.build_info_pages:
+            translate_exec_table(self.document, self.config.language)
+
+
+def translate_exec_table(document: nodes.Node, language: str | None) -> int:
+    """The headers of each execution-time table of ``document`` in
+    ``language`` (unchanged in English); returns how many tables it found."""
+    from bookbuild.i18n.messages import gettext
+
+    _ = gettext(language)
+    found = 0
+    for thead in document.findall(nodes.thead):
+        texts = [entry.astext() for entry in thead.findall(nodes.entry)]
+        if tuple(texts) != EXEC_TABLE_HEADERS:
+            continue
+        found += 1
+        for text in list(thead.findall(nodes.Text)):
+            text.parent.replace(text, nodes.Text(_(str(text))))
+    return found
+
+
 def _footer(app: Sphinx, config) -> None:
     """Provenance on every page: book version, commit, build date, torch."""
     from importlib.metadata import PackageNotFoundError, version
@@ -124,4 +160,5 @@ def setup(app: Sphinx) -> dict:
     app.connect("env-get-outdated", _always_outdated)
     app.connect("source-read", _stamp)
     app.add_transform(StampTranslated)
+    app.add_post_transform(TranslateExecTable)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
