@@ -653,7 +653,7 @@ _FRENCH_LABELS = {
     "majority class": "classe majoritaire",
     "nearest noun": "nom le plus proche",
     "nearest animal": "animal le plus proche",
-    "opposite of the nearest animal": "opposé de l’animal le plus proche",
+    "opposite of the nearest animal": "opposé à celui de l’animal le plus proche",
     "majority gender of the nouns": "genre majoritaire des noms",
     "best bag of words": "meilleur sac de mots",
     "first animal": "premier animal",
