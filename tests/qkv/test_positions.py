@@ -8,12 +8,15 @@ import math
 import pytest
 import torch
 
+import qkv
 from qkv import MultiHeadAttention, scaled_dot_product_attention
 from qkv.experiments.positions import (
     IGNORE,
+    LABELS,
     N_LETTERS,
     PositionModel,
     extrapolation,
+    label,
     make_batch,
 )
 from qkv.positions import (
@@ -396,3 +399,17 @@ def test_relative_encodings_extrapolate_and_absolute_ones_do_not_on_seeds_0_to_4
     # every model with positions learns the task, the one without does not
     assert lowest_train > 0.93
     assert highest_none < 0.85
+
+
+def test_encoding_labels_in_both_languages():
+    assert set(LABELS["en"]) == set(LABELS["fr"]) == set(ENCODINGS)
+    try:
+        english = [label(e) for e in ENCODINGS]
+        assert english == ["none", "learned table", "sinusoidal codes", "RoPE", "ALiBi"]
+        qkv.set_language("fr")
+        assert label("learned") == "table apprise"
+        assert len({label(e) for e in ENCODINGS}) == len(ENCODINGS)
+    finally:
+        qkv.set_language("en")
+    with pytest.raises(ValueError, match="encoding"):
+        label("relative")

@@ -482,3 +482,25 @@ def test_training_works_when_the_caller_disabled_gradients():
     with torch.no_grad():
         result = toy.train(seed=0, steps=3, n_heldout=10)
     assert len(result.history) == 3
+
+
+def test_labels_name_every_rule_model_and_role_in_both_languages():
+    names = sorted(
+        {
+            *toy.rule_baselines(toy.make_examples(4, seed=0)),
+            *toy.MODEL_BASELINES,
+            *toy.ROLES,
+            "nearest noun",  # also the extra key of slot_attention
+        }
+    )
+    assert set(names) == set(toy.DISPLAY_LABELS["fr"])
+    try:
+        assert [toy.label(name) for name in names] == names  # English: the key
+        qkv.set_language("fr")
+        french = [toy.label(name) for name in names]
+        assert toy.label("nearest noun") == "nom le plus proche"
+        assert len(set(french)) == len(names) and all(french)
+    finally:
+        qkv.set_language("en")
+    with pytest.raises(ValueError, match="name"):
+        toy.label("nearest verb")

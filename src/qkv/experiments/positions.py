@@ -15,6 +15,7 @@ import torch
 from torch import Tensor, nn
 
 from qkv.experiments._results import remembered
+from qkv.language import text
 from qkv.positions import ENCODINGS, PositionalAttention
 from qkv.transformer import TransformerBlock, sinusoidal_positions
 from qkv.validate import check_generator, check_int
@@ -26,8 +27,39 @@ __all__ = [
     "ExtrapolationResult",
     "PositionModel",
     "extrapolation",
+    "label",
     "make_batch",
 ]
+
+#: What a reader sees for each encoding of :data:`ENCODINGS`, per language.
+LABELS = {
+    "en": {
+        "none": "none",
+        "learned": "learned table",
+        "sinusoidal": "sinusoidal codes",
+        "rope": "RoPE",
+        "alibi": "ALiBi",
+    },
+    "fr": {
+        "none": "aucune",
+        "learned": "table apprise",
+        "sinusoidal": "codes sinusoïdaux",
+        "rope": "RoPE",
+        "alibi": "ALiBi",
+    },
+}
+
+
+def label(encoding: str) -> str:
+    """The name a reader sees for ``encoding``, one of :data:`ENCODINGS`, in the
+    language of :func:`qkv.set_language` (explained in the chapter *positions*).
+
+    Raises:
+        ValueError: if ``encoding`` is not one of :data:`ENCODINGS`.
+    """
+    if encoding not in ENCODINGS:
+        raise ValueError(f"encoding must be one of {ENCODINGS}, got {encoding!r}")
+    return text(LABELS, encoding)
 
 
 class PositionModel(nn.Module):

@@ -52,6 +52,7 @@ from torch import Tensor, nn
 
 from qkv.attention import MultiHeadAttention, scaled_dot_product_attention
 from qkv.experiments._results import remembered
+from qkv.language import text
 
 #: Animals, by gender: the subject and the other animals of a sentence.
 ANIMALS_F = ("souris", "chatte", "poule", "vache", "chèvre", "jument")
@@ -643,6 +644,50 @@ MODEL_BASELINES = {
     "no positions (bag of words)": {"positions": False},
     "mean instead of attention": {"pooling": "mean"},
 }
+
+
+#: What a reader sees for each name of a rule, a model baseline and a role
+#: (the keys of :func:`rule_baselines`, :data:`MODEL_BASELINES` and
+#: :func:`slot_attention`), per language: the English label is the name.
+_FRENCH_LABELS = {
+    "majority class": "classe majoritaire",
+    "nearest noun": "nom le plus proche",
+    "nearest animal": "animal le plus proche",
+    "opposite of the nearest animal": "opposé à celui de l’animal le plus proche",
+    "majority gender of the nouns": "genre majoritaire des noms",
+    "best bag of words": "meilleur sac de mots",
+    "first animal": "premier animal",
+    "no positions (bag of words)": "sans positions (sac de mots)",
+    "mean instead of attention": "moyenne au lieu de l’attention",
+    "subject": "sujet",
+    "other animal": "autre animal",
+    "place": "lieu",
+    "filler": "remplissage",
+    "qui": "qui",
+    "verb": "verbe",
+    "preposition": "préposition",
+    "ending": "auxiliaire",
+    "slot": "emplacement",
+}
+DISPLAY_LABELS = {
+    "en": {name: name for name in _FRENCH_LABELS},
+    "fr": _FRENCH_LABELS,
+}
+
+
+def label(name: str) -> str:
+    """The label a reader sees for ``name``, a rule of :func:`rule_baselines`,
+    a model of :data:`MODEL_BASELINES` or a role of :func:`slot_attention`, in
+    the language of :func:`qkv.set_language` (English: ``name`` itself).
+
+    Raises:
+        ValueError: if ``name`` is none of them.
+    """
+    if name not in _FRENCH_LABELS:
+        raise ValueError(
+            f"name must be a rule, a model baseline or a role, got {name!r}"
+        )
+    return text(DISPLAY_LABELS, name)
 
 
 def baselines(seed: int = 0, **train_kwargs) -> dict[str, float]:
