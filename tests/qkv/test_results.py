@@ -73,9 +73,11 @@ def test_a_real_training_round_trips(monkeypatch, tmp_path):
         torch.testing.assert_close(read_back.model.state_dict()[name], value)
 
 
-def test_while_qkv_is_patched_nothing_is_read_or_kept(monkeypatch, tmp_path):
+def test_a_patched_call_is_kept_under_its_patch_s_code(monkeypatch, tmp_path):
     """A chapter that trains with a part of qkv replaced (cross-attention: a
-    model without its causal mask) gets a fresh training, and keeps nothing."""
+    model without its causal mask) keeps that result under a key that holds the
+    patch's code: the same patch reads it back (the French page's run), another
+    patch trains, a mock object (no code to read) trains and keeps nothing."""
     from unittest import mock
 
     import qkv
@@ -83,13 +85,25 @@ def test_while_qkv_is_patched_nothing_is_read_or_kept(monkeypatch, tmp_path):
     monkeypatch.setenv(RESULTS, str(tmp_path))
     assert _results.patched() == []
     train, calls = counting()
+
+    def peeking(self, *args, **kwargs):
+        return None
+
+    def other(self, *args, **kwargs):
+        return 1
+
     train(2)
-    with mock.patch.object(qkv.MultiHeadAttention, "forward", lambda self: None):
+    with mock.patch.object(qkv.MultiHeadAttention, "forward", peeking):
         assert "qkv.MultiHeadAttention.forward" in _results.patched()
         train(2)
-        train(3)
-    assert calls == [(2, 3), (2, 3), (3, 3)]
-    assert len(list(tmp_path.glob("*/*.pt"))) == 1
+        train(2)  # read back
+    with mock.patch.object(qkv.MultiHeadAttention, "forward", other):
+        train(2)
+    with mock.patch.object(qkv.MultiHeadAttention, "forward", mock.Mock()):
+        train(2)
+        train(2)
+    assert calls == [(2, 3)] * 5
+    assert len(list(tmp_path.glob("*/*.pt"))) == 3
 
 
 def test_a_new_version_of_qkv_drops_the_results_of_the_old_one(monkeypatch, tmp_path):

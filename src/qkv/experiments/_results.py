@@ -53,15 +53,24 @@ def code_hash() -> str:
     return digest.hexdigest()
 
 
-def result_path(folder: Path, function: Callable, args: tuple, kwargs: dict) -> Path:
+def result_path(
+    folder: Path,
+    function: Callable,
+    args: tuple,
+    kwargs: dict,
+    patches: list[tuple[str, str]] | None = None,
+) -> Path:
     """Where the result of ``function(*args, **kwargs)`` is kept in ``folder``:
     named by the function and a hash of the code and of every argument, defaults
-    filled in (``train(0)`` and ``train(seed=0)`` are one result)."""
+    filled in (``train(0)`` and ``train(seed=0)`` are one result), and of what
+    replaces parts of ``qkv`` during the call (``patches``, if any)."""
     bound = inspect.signature(function).bind(*args, **kwargs)
     bound.apply_defaults()
     digest = hashlib.sha256(code_hash().encode())
     digest.update(f"{function.__module__}.{function.__qualname__}".encode())
     digest.update(_pickled(sorted(bound.arguments.items())))
+    if patches:
+        digest.update(_pickled(patches))
     module = function.__module__.rsplit(".", 1)[-1]
     name = f"{module}.{function.__name__}-{digest.hexdigest()[:20]}.pt"
     return Path(folder) / code_hash()[:16] / name
@@ -98,8 +107,13 @@ def _code_of(function: types.FunctionType) -> str:
     (comments and docstring in another language) is the same function."""
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
-    except (OSError, TypeError, SyntaxError):
-        return function.__qualname__
+    except (OSError, TypeError, SyntaxError):  # a lambda within a line, no source
+        code = function.__code__
+        consts = [c for c in code.co_consts if not isinstance(c, types.CodeType)]
+        seen = (
+            f"{function.__qualname__} {code.co_code.hex()} {consts!r} {code.co_names}"
+        )
+        return hashlib.sha256(seen.encode()).hexdigest()
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
         if (
@@ -123,6 +137,11 @@ def patched() -> list[str]:
     """What of ``qkv`` is replaced at this moment by code from outside it (a
     chapter's ``mock.patch.object(qkv.MultiHeadAttention, "forward", ...)``): the
     public functions of its modules and the methods of its classes."""
+    return [name for name, _ in _replacements()]
+
+
+def _replacements() -> list[tuple[str, object]]:
+    """:func:`patched`, each name with what replaces it."""
     found = []
     for name, module in list(sys.modules.items()):
         if name != "qkv" and not name.startswith("qkv."):
@@ -132,10 +151,22 @@ def patched() -> list[str]:
             if isinstance(value, type) and value.__module__.startswith("qkv"):
                 for attribute, method in vars(value).items():
                     if callable(method) and _foreign(method):
-                        found.append(f"{name}.{public}.{attribute}")
+                        found.append((f"{name}.{public}.{attribute}", method))
             elif callable(value) and _foreign(value):
-                found.append(f"{name}.{public}")
+                found.append((f"{name}.{public}", value))
     return found
+
+
+def _patches_key() -> list[tuple[str, str]] | None:
+    """What replaces parts of ``qkv`` now, as (name, hash of its code): part of
+    a result's key. None when a replacement is not a function whose code can
+    be read (a mock object): such a call is not kept."""
+    found = []
+    for name, value in _replacements():
+        if not isinstance(value, types.FunctionType):
+            return None
+        found.append((name, _code_of(value)))
+    return sorted(found)
 
 
 def _foreign(value: object) -> bool:
@@ -169,15 +200,19 @@ def _one_at_a_time(path: Path) -> Iterator[None]:
 def remembered(function: Callable[..., R]) -> Callable[..., R]:
     """``function``, whose results are kept in the folder ``QKV_RESULTS`` names
     (when it names one) and read back by the same call. While code from outside
-    ``qkv`` replaces a part of it (:func:`patched`), the call trains and keeps
-    nothing: its result is not the one of these arguments and this code."""
+    ``qkv`` replaces a part of it (:func:`patched`: a chapter's model without
+    its causal mask), that code is part of the key (its syntax tree, without
+    docstring and comments): the same patch reads its own result back, in
+    every edition of the page; a replacement whose code cannot be read (a mock
+    object) trains and keeps nothing."""
 
     @functools.wraps(function)
     def wrapper(*args, **kwargs) -> R:
         folder = os.environ.get(RESULTS, "").strip()
-        if not folder or patched():
+        patches = _patches_key() if folder else None
+        if not folder or patches is None:
             return function(*args, **kwargs)
-        path = result_path(Path(folder), function, args, kwargs)
+        path = result_path(Path(folder), function, args, kwargs, patches)
         if path.is_file():
             return torch.load(path, weights_only=False)
         if not path.parent.is_dir():  # the first result of this version of qkv
