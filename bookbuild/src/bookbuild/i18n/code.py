@@ -38,6 +38,7 @@ a shown line longer than the code column.
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import re
 import sys
@@ -386,6 +387,18 @@ def with_language(code: str, language: str) -> str:
 def translate_code(text: str, messages: dict[str, str], language: str) -> str:
     """A page's MyST source with the code of its cells translated, and
     ``qkv.set_language(language)`` in its first code cell (:func:`with_language`)."""
+    key = (text, tuple(sorted(messages.items())), language)
+    if key not in _TRANSLATED:  # a build asks several times for each page
+        if len(_TRANSLATED) > 64:
+            _TRANSLATED.clear()
+        _TRANSLATED[key] = _translate_code(text, messages, language)
+    return _TRANSLATED[key]
+
+
+_TRANSLATED: dict[tuple, str] = {}
+
+
+def _translate_code(text: str, messages: dict[str, str], language: str) -> str:
     pieces, at, first = [], 0, True
     for match, _, shown in code_cells(text):
         code = translate_cell(match.group("code"), messages, shown)
@@ -435,11 +448,19 @@ def code_messages(path: Path) -> dict[str, tuple[str, bool]]:
 
 def translations(path: Path) -> dict[str, str]:
     """The translated code messages of a ``.po``: ``{msgid: msgstr}``."""
-    return {
-        msgid: text
+    path = Path(path)
+    if not path.is_file():
+        return {}
+    return dict(_translations(path, path.stat().st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=64)
+def _translations(path: Path, mtime: int) -> tuple[tuple[str, str], ...]:
+    return tuple(
+        (msgid, text)
         for msgid, (text, fuzzy) in code_messages(path).items()
         if text and not fuzzy
-    }
+    )
 
 
 def translated_source(root: Path, page: str, language: str) -> str:

@@ -160,6 +160,13 @@ _BEFORE = (
 _AFTER = r"(?=[ \t]*(?:\||$))"
 
 
+@cache
+def _message_pattern(words: tuple[str, ...]) -> re.Pattern:
+    """The pattern of a message's words in a page's Markdown, compiled once per
+    build (re's own cache holds 512: a book has thousands of messages)."""
+    return re.compile(_BEFORE + r"\s+".join(map(re.escape, words)) + _AFTER, re.M)
+
+
 def translate_markdown(text: str, messages: dict[str, str]) -> str:
     """``text`` (MyST Markdown) with each block whose text is a message (a
     paragraph, heading, list item, table cell, title, caption) replaced by its
@@ -173,9 +180,7 @@ def translate_markdown(text: str, messages: dict[str, str]) -> str:
             continue
         if words[0] not in text or words[-1] not in text:
             continue  # cannot match: skip compiling its pattern (most messages)
-        pattern = re.compile(
-            _BEFORE + r"\s+".join(map(re.escape, words)) + _AFTER, re.M
-        )
+        pattern = _message_pattern(tuple(words))
 
         def mark(match: re.Match, msgid: str = msgid) -> str:
             found.append(messages[msgid])
