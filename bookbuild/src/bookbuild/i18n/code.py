@@ -48,6 +48,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from bookbuild.tools.chapter_code import CODE_CELL, HIDDEN_CODE
+
 #: The catalogue context of a code message.
 CONTEXT = "code"
 #: Calls whose string arguments a reader reads (a label, a title, a table).
@@ -95,15 +97,6 @@ TEXT_KEYWORDS = frozenset(
 )
 #: The widest line of code a page shows (bookbuild.tools.chapter_code).
 SHOWN_WIDTH = 77
-# A code cell of a MyST notebook: fence, options, code, fence.
-CODE_CELL = re.compile(
-    r"^(?P<fence>`{3,})\{code-cell\}[^\n]*\n"
-    r"(?P<options>(?::[^\n]*\n)*(?:\n(?=\S))?)"
-    r"(?P<code>.*?)"
-    r"^(?P=fence)[ \t]*$",
-    re.M | re.S,
-)
-_HIDDEN_CODE = re.compile(r"\bremove-(?:cell|input)\b")
 _WORDS = re.compile(r"[A-Za-z]{2,}[^\n]*\s+[^\n]*[A-Za-z]{2,}")
 _LETTERS = re.compile(r"[A-Za-z]{2,}")
 _STRING = re.compile(r"^(?P<prefix>[rRbBuUfF]*)(?P<quote>'''|\"\"\"|'|\")", re.S)
@@ -137,7 +130,7 @@ def code_cells(text: str) -> Iterator[tuple[re.Match, int, bool]]:
     begins (1-based) and whether the page shows its code."""
     for match in CODE_CELL.finditer(text):
         first = text.count("\n", 0, match.start("code")) + 1
-        yield match, first, not _HIDDEN_CODE.search(match.group("options"))
+        yield match, first, not HIDDEN_CODE.search(match.group("options"))
 
 
 def _string_text(token: str) -> tuple[str, str, str]:
@@ -473,22 +466,26 @@ def translated_source(root: Path, page: str, language: str) -> str:
     return translate_code(text, messages, language)
 
 
+def _pages_with_units(root: Path) -> Iterator[tuple[str, list[Unit]]]:
+    """Each notebook page of the book that has code messages, with them."""
+    from bookbuild.toc import is_notebook, pages
+
+    for page in pages(root):
+        if is_notebook(root, page):
+            source = Path(root) / f"{page}.md"
+            found = page_units(source.read_text(encoding="utf-8"))
+            if found:
+                yield page, found
+
+
 def extract(root: Path, gettext: Path) -> int:
     """Add every notebook page's code messages to its ``.pot`` in ``gettext``
     (after Sphinx's extraction); the number of messages added."""
     from babel.messages.catalog import Catalog
     from babel.messages.pofile import read_po, write_po
 
-    from bookbuild.toc import is_notebook, pages
-
     added = 0
-    for page in pages(root):
-        if not is_notebook(root, page):
-            continue
-        source = Path(root) / f"{page}.md"
-        found = page_units(source.read_text(encoding="utf-8"))
-        if not found:
-            continue
+    for page, found in _pages_with_units(root):
         pot = Path(gettext) / f"{page}.pot"
         if pot.is_file():
             with open(pot, "rb") as handle:
@@ -519,16 +516,9 @@ def problems(root: Path, language: str) -> list[tuple[str, str, str]]:
     or escapes differ, a cell whose translated code does not parse, a shown
     line of translated code wider than the code column."""
     from bookbuild.i18n.translations import po_path
-    from bookbuild.toc import is_notebook, pages
 
     found = []
-    for page in pages(root):
-        if not is_notebook(root, page):
-            continue
-        source = Path(root) / f"{page}.md"
-        units_here = page_units(source.read_text(encoding="utf-8"))
-        if not units_here:
-            continue
+    for page, units_here in _pages_with_units(root):
         po = po_path(root, language, page)
         known = code_messages(po)
         for unit in units_here:
