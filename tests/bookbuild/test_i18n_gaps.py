@@ -130,7 +130,7 @@ parts:
       - file: lesson
 """
 
-EXTENSIONS = ["sphinx_exercise", "bookbuild.i18n.languages"]
+EXTENSIONS = ["sphinx_exercise", "bookbuild.execute.cache", "bookbuild.i18n.languages"]
 SPHINX_CONFIG = """\
 numfig: true
 locale_dirs: [locales]
@@ -219,7 +219,9 @@ def book(tmp_path_factory):
         po.parent.mkdir(parents=True, exist_ok=True)
         with open(po, "wb") as handle:
             write_po(handle, catalogue)
-    built = build_book(root)
+    # As make book: the prefill executes the chapters, in English and in French
+    # (its code runs in French: bookbuild.i18n.code), then Sphinx reads them.
+    built = build_book(root, prefill=True)
     assert built.returncode == 0, built.output[-4000:]
     return root, messages, built
 
