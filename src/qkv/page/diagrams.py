@@ -304,6 +304,15 @@ def multi_head(num_heads: int = 3) -> Figure:
     return fig
 
 
+def _add_and_norm(ax: Axes, x: float, y: float) -> Box:
+    """An "add & layer norm" box at (x, y), as wide as its words in the
+    current language."""
+    box = Box(
+        x, y, _t("add & layer norm"), width=_ADD_WIDTH[get_language()], fill=OPERATION
+    )
+    return _draw(ax, box)
+
+
 def transformer_block() -> Figure:
     """The encoder block: attention and feed-forward, each with a residual and a
     layer norm (post-norm, as in Vaswani et al. and ``nn.TransformerEncoderLayer``).
@@ -324,16 +333,7 @@ def transformer_block() -> Figure:
             fill=ATTENTION,
         ),
     )
-    add1 = _draw(
-        ax,
-        Box(
-            x0,
-            4.0,
-            _t("add & layer norm"),
-            width=_ADD_WIDTH[get_language()],
-            fill=OPERATION,
-        ),
-    )
+    add1 = _add_and_norm(ax, x0, 4.0)
     ffn = _draw(
         ax,
         Box(
@@ -345,16 +345,7 @@ def transformer_block() -> Figure:
             fill=ATTENTION,
         ),
     )
-    add2 = _draw(
-        ax,
-        Box(
-            x0,
-            7.7,
-            _t("add & layer norm"),
-            width=_ADD_WIDTH[get_language()],
-            fill=OPERATION,
-        ),
-    )
+    add2 = _add_and_norm(ax, x0, 7.7)
     out = _draw(ax, Box(x0, 9.5, _t("outputs (T, D)"), width=3.0))
     _arrow(ax, inputs.top, attention.bottom)
     _arrow(ax, attention.top, add1.bottom)
