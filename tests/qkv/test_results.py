@@ -3,6 +3,7 @@ the same call of the same code, and only when QKV_RESULTS names a folder."""
 
 from __future__ import annotations
 
+import ast
 import multiprocessing
 import os
 import sys
@@ -62,6 +63,45 @@ def test_other_code_does_not_read_a_result_back(monkeypatch, tmp_path):
     before = result_path(tmp_path, train, (1,), {})
     monkeypatch.setattr(_results, "code_hash", lambda: "another version of qkv")
     assert result_path(tmp_path, train, (1,), {}) != before
+
+
+def test_a_result_is_keyed_on_the_core_and_its_own_module_only(monkeypatch):
+    # An edit of the drawing code (qkv.page) or of another experiment keeps the
+    # results; an edit of the experiment's own module or of the core does not.
+    core = [
+        _results._is_core(Path(p))
+        for p in (
+            "attention.py",
+            "cost.py",
+            "experiments/_results.py",
+            "experiments/__init__.py",
+        )
+    ]
+    others = [
+        _results._is_core(Path(p))
+        for p in ("page/plot.py", "page/explorables/by_hand.py", "experiments/toy.py")
+    ]
+    assert all(core) and not any(others)
+    before = result_path(Path("r"), toy.train, (0,), {})
+    monkeypatch.setattr(_results, "module_hash", lambda module: "another toy.py")
+    assert result_path(Path("r"), toy.train, (0,), {}) != before
+
+
+def test_the_experiments_import_no_other_experiment_and_not_the_page():
+    # What makes a key on the core and the function's own module sound.
+    folder = Path(_results.__file__).parent
+    for path in folder.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            for name in names:
+                assert not name.startswith("qkv.page"), (path, name)
+                if name.startswith("qkv.experiments"):
+                    assert name == "qkv.experiments._results", (path, name)
 
 
 def test_a_real_training_round_trips(monkeypatch, tmp_path):

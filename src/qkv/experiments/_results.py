@@ -41,16 +41,44 @@ RESULTS = "QKV_RESULTS"
 R = TypeVar("R")
 
 
+#: The modules of ``qkv`` every result depends on: all of them but the
+#: experiments (each result depends on its own module only: they never import
+#: each other) and :mod:`qkv.page`, which draws and never trains nor measures.
+_EXPERIMENTS_SHARED = ("__init__.py", "_results.py")
+
+
+def _is_core(relative: Path) -> bool:
+    """Whether the module at ``relative`` (to the package) is part of every key."""
+    if relative.parts[0] == "page":
+        return False
+    if relative.parts[0] == "experiments":
+        return relative.name in _EXPERIMENTS_SHARED
+    return True
+
+
 @functools.cache
 def code_hash() -> str:
-    """A hash of every module of ``qkv`` (paths relative to the package, and
-    contents): a result is read back only by the code that made it."""
+    """A hash of the core modules of ``qkv`` (paths relative to the package, and
+    contents): a result is read back only by the code that made it. With
+    :func:`module_hash` of the function's own module, a result is kept across
+    edits of the drawing code and of the other experiments."""
     package = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256()
     for path in sorted(package.rglob("*.py")):
-        digest.update(path.relative_to(package).as_posix().encode() + b"\0")
-        digest.update(path.read_bytes() + b"\0")
+        relative = path.relative_to(package)
+        if _is_core(relative):
+            digest.update(relative.as_posix().encode() + b"\0")
+            digest.update(path.read_bytes() + b"\0")
     return digest.hexdigest()
+
+
+@functools.cache
+def module_hash(module: str) -> str:
+    """A hash of the source of the module named ``module`` ("" if it has none)."""
+    source = getattr(sys.modules.get(module), "__file__", None)
+    if not source:
+        return ""
+    return hashlib.sha256(Path(source).read_bytes()).hexdigest()
 
 
 def result_path(
@@ -61,12 +89,14 @@ def result_path(
     patches: list[tuple[str, str]] | None = None,
 ) -> Path:
     """Where the result of ``function(*args, **kwargs)`` is kept in ``folder``:
-    named by the function and a hash of the code and of every argument, defaults
+    named by the function and a hash of the code (the core of ``qkv`` and the
+    function's own module) and of every argument, defaults
     filled in (``train(0)`` and ``train(seed=0)`` are one result), and of what
     replaces parts of ``qkv`` during the call (``patches``, if any)."""
     bound = inspect.signature(function).bind(*args, **kwargs)
     bound.apply_defaults()
     digest = hashlib.sha256(code_hash().encode())
+    digest.update(module_hash(function.__module__).encode())
     digest.update(f"{function.__module__}.{function.__qualname__}".encode())
     digest.update(_pickled(sorted(bound.arguments.items())))
     if patches:
