@@ -341,6 +341,12 @@ def test_a_translation_is_not_translated_again():
     assert text == "Pomme\n\nX\n"
 
 
+def test_a_longer_message_wins_over_a_shorter_one_inside_it():
+    # "b c" starts a line, but inside the place of the longer "A b c".
+    messages = {"A b c": "X", "b c": "Y", "d": "Z"}
+    assert translate_markdown("A\nb c\n\nb  c\n- d |", messages) == "X\n\nY\n- Z |"
+
+
 # -- glued phrases -------------------------------------------------------------------
 
 

@@ -160,11 +160,42 @@ _BEFORE = (
 _AFTER = r"(?=[ \t]*(?:\||$))"
 
 
-@cache
-def _message_pattern(words: tuple[str, ...]) -> re.Pattern:
-    """The pattern of a message's words in a page's Markdown, compiled once per
-    build (re's own cache holds 512: a book has thousands of messages)."""
-    return re.compile(_BEFORE + r"\s+".join(map(re.escape, words)) + _AFTER, re.M)
+#: What may stand before a message on its line, between the line's start and
+#: the message's first word (the group of :data:`_BEFORE`).
+_PREFIX = re.compile(_BEFORE[2:-1])
+_END = re.compile(r"[ \t]*(?:\||\n|\Z)")
+_SPACE = re.compile(r"\s+")
+
+
+def _squeezed(text: str) -> tuple[str, list[int]]:
+    """``text`` with each run of white space made one space, and the position in
+    ``text`` of each character of the result."""
+    pieces, where, at = [], [], 0
+    for space in _SPACE.finditer(text):
+        pieces.append(text[at : space.start()])
+        where.extend(range(at, space.start()))
+        pieces.append(" ")
+        where.append(space.start())
+        at = space.end()
+    pieces.append(text[at:])
+    where.extend(range(at, len(text)))
+    return "".join(pieces), where
+
+
+def _message_spans(text: str, squeezed: str, where: list[int], msgid: str):
+    """The places ``(start, end)`` in ``text`` where ``msgid`` (its words, white
+    space between them, any) stands whole: from the start of a line (after
+    what :data:`_BEFORE` allows) to the end of one (or a table cell's bar)."""
+    at = squeezed.find(msgid)
+    while at >= 0:
+        start = where[at]
+        end = where[at + len(msgid) - 1] + 1
+        line = text.rfind("\n", 0, start) + 1
+        if _PREFIX.fullmatch(text, line, start) and _END.match(text, end):
+            yield start, end
+            at = squeezed.find(msgid, at + len(msgid))
+        else:
+            at = squeezed.find(msgid, at + 1)
 
 
 def translate_markdown(text: str, messages: dict[str, str]) -> str:
@@ -172,22 +203,26 @@ def translate_markdown(text: str, messages: dict[str, str]) -> str:
     paragraph, heading, list item, table cell, title, caption) replaced by its
     translation. Messages are matched whole, from the start of a line to the
     end of one, whatever the line breaks; longest first; a translation is
-    never translated again."""
-    found: list[str] = []
+    never translated again. One pass over the text per message found in it
+    (``str.find`` on the text with its white space squeezed), not one regular
+    expression per message."""
+    squeezed, where = _squeezed(text)
+    taken: list[tuple[int, int, str]] = []  # (start, end, translation)
+    claimed = bytearray(len(text) + 1)
     for msgid in sorted(messages, key=len, reverse=True):
-        words = msgid.split()
-        if not words or messages[msgid] == msgid:
+        key = " ".join(msgid.split())
+        if not key or messages[msgid] == msgid or key not in squeezed:
             continue
-        if words[0] not in text or words[-1] not in text:
-            continue  # cannot match: skip compiling its pattern (most messages)
-        pattern = _message_pattern(tuple(words))
-
-        def mark(match: re.Match, msgid: str = msgid) -> str:
-            found.append(messages[msgid])
-            return f"{match.group(1)}\0{len(found) - 1}\0"
-
-        text = pattern.sub(mark, text)
-    return re.sub(r"\0(\d+)\0", lambda m: found[int(m.group(1))], text)
+        for start, end in _message_spans(text, squeezed, where, key):
+            if any(claimed[start:end]):
+                continue  # inside a longer message's place: translated already
+            claimed[start:end] = b"\1" * (end - start)
+            taken.append((start, end, messages[msgid]))
+    pieces, at = [], 0
+    for start, end, translation in sorted(taken):
+        pieces += [text[at:start], translation]
+        at = end
+    return "".join(pieces) + text[at:]
 
 
 # -- the markup a translation must keep -------------------------------------------
