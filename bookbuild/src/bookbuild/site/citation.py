@@ -35,6 +35,7 @@ bibliography), which such a build cannot have, are not reported
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -376,8 +377,26 @@ def _one_page_build(app, config) -> None:
     config.suppress_warnings = [*config.suppress_warnings, *ONE_PAGE_SUPPRESSED]
 
 
+def cached_entry_points(original):
+    """pybtex's ``entry_points``, each lookup made once per build: pybtex looks
+    up its plugins (styles, backends) at every bibliography and citation, 156
+    times a build, and each lookup reads every installed distribution's entry
+    points (5 ms), about 0.8 s of each language's build."""
+
+    @functools.cache
+    def lookup(group: str | None = None, name: str | None = None) -> tuple:
+        found = original(group=group, name=name) if name else original(group=group)
+        return tuple(found)
+
+    def entry_points(group: str | None = None, name: str | None = None) -> tuple:
+        return lookup(group, name)
+
+    return entry_points
+
+
 def setup(app) -> dict:
     app.setup_extension("bookbuild.site.style")  # the box's style
+    app.setup_extension("bookbuild.patches")  # pybtex's plugin lookups, cached
     # A translated edition's full title, set in its book_i18n_overrides.
     app.add_config_value("book_citation_title", "", "html", [str])
     app.connect("config-inited", _one_page_build)
