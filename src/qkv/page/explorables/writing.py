@@ -87,11 +87,12 @@ class WriteLive(Explorable):
             "model": "Model (T = 1)",
             "sampled": "Sampled from (T = {temperature}, top-k = {k})",
             "skipped": "Not in the model’s vocabulary, skipped: {chars}.",
+            "quoted": "“{c}”",
             "empty": "Type at least one character that the model knows.",
             "full": "The text fills the model’s {max} positions: it can read no "
             "more, so it writes no more. Reset, or shorten the prompt.",
             "invalid": "Not valid, the last valid value is used: {what}.",
-            "status": "{written} tokens written; {used} of {max} positions used.",
+            "status": "Tokens written: {written}; positions used: {used} of {max}.",
             "size": "The weights: {params} numbers, {bytes} bytes in this page.",
             "fig_title": "Next-token probabilities after “{prompt}”",
             "fig_ylabel": "probability",
@@ -124,14 +125,15 @@ class WriteLive(Explorable):
             "model": "Modèle (T = 1)",
             "sampled": "Tirage (T = {temperature}, top-k = {k})",
             "skipped": "Absents du vocabulaire du modèle, ignorés\u00a0: {chars}.",
+            "quoted": "«\u00a0{c}\u00a0»",
             "empty": "Tapez au moins un caractère que le modèle connaît.",
             "full": "Le texte remplit les {max} positions du modèle\u00a0: il ne "
             "peut pas en lire plus, il n’écrit donc plus. Réinitialisez, ou "
             "raccourcissez l’amorce.",
             "invalid": "Valeur non valide, la dernière valide est gardée\u00a0: "
             "{what}.",
-            "status": "{written} jetons écrits\u202f; {used} positions utilisées "
-            "sur {max}.",
+            "status": "Jetons écrits\u00a0: {written}\u202f; positions "
+            "utilisées\u00a0: {used} sur {max}.",
             "size": "Les poids\u00a0: {params} nombres, {bytes} octets dans cette "
             "page.",
             "fig_title": "Probabilités du jeton suivant après «\u00a0{prompt}\u00a0»",

@@ -291,7 +291,7 @@ function qkvWriteLive(root, data, live) {
         wrong.push(live.querySelector("label[for='" + check[0].id + "']").textContent);
       }
     });
-    invalid.textContent = wrong.length ? t("invalid", {what: wrong.join(", ")}) : "";
+    invalid.textContent = wrong.length ? t("invalid", {what: wrong.join(t("listSep"))}) : "";
     write.textContent = t("write", {count: settings.count});
   }
 
@@ -299,7 +299,7 @@ function qkvWriteLive(root, data, live) {
     halt();
     var parsed = tokenize(prompt.value);
     promptNote.textContent = parsed.unknown.length ? t("skipped", {
-      chars: parsed.unknown.map(function (c) { return "“" + visible(c) + "”"; })
+      chars: parsed.unknown.map(function (c) { return t("quoted", {c: visible(c)}); })
         .join(t("listSep"))}) : "";
     state.ids = parsed.ids.slice(0, maxLen);
     state.promptLength = state.ids.length;
