@@ -183,8 +183,8 @@ def test_the_core_checks_pass_on_a_standalone_page(browser, pages, lang):
     assert seen["lang"] == lang
 
 
-def test_the_logits_equal_pytorch_at_every_position(browser, pages, widget):
-    context, _, root = open_page(browser, pages["en"])
+def test_the_logits_and_what_the_page_shows_equal_pytorch(browser, pages, widget):
+    context, page, root = open_page(browser, pages["en"])
     try:
         for text in TESTS:
             torch.testing.assert_close(
@@ -192,6 +192,21 @@ def test_the_logits_equal_pytorch_at_every_position(browser, pages, widget):
                 widget.logits(text).double(),
                 rtol=0,
                 atol=1e-4,
+            )
+        shown = torch.tensor(json.loads(root.get_attribute("data-probabilities")))
+        expected = widget.probabilities(PROMPT).float()
+        torch.testing.assert_close(shown, expected, rtol=0, atol=1e-6)
+        attention = widget.attention(PROMPT)  # (N, H, T, T)
+        # the last layer's first head at first; then layer 1, head 2 (keyboard)
+        for layer, head in ((1, 0), (0, 1)):
+            if (layer, head) == (0, 1):
+                root.get_by_label("Layer", exact=True).focus()
+                page.keyboard.press("ArrowUp")
+                root.get_by_label("Head", exact=True).focus()
+                page.keyboard.press("ArrowDown")
+            weights = torch.tensor(json.loads(root.get_attribute("data-weights")))
+            torch.testing.assert_close(
+                weights, attention[layer, head, -1], rtol=0, atol=1e-5
             )
     finally:
         context.close()
@@ -206,6 +221,13 @@ def test_greedy_in_the_page_is_generate_token_for_token(browser, pages, widget):
         settle(page, root, len(PROMPT) + 20)
         expected = generate(widget.model, widget.ids(PROMPT), 20, temperature=0)
         assert tokens(root)[len(PROMPT) :] == expected
+        # Escape stops the writing: nothing more is written after it
+        root.get_by_role("button", name="Reset").press("Enter")
+        root.get_by_role("button", name="Write 20").press("Enter")
+        page.keyboard.press("Escape")
+        stopped = tokens(root)
+        page.wait_for_timeout(300)  # several frames of "write N"
+        assert tokens(root) == stopped
         assert not page.errors, page.errors
     finally:
         context.close()

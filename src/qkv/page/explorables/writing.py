@@ -21,6 +21,7 @@ import torch
 from torch import Tensor
 
 from qkv.page.explorables._base import Explorable, plain
+from qkv.page.explorables.seeded import seeded_uniform
 from qkv.validate import check_int
 
 __all__ = ["write_live"]
@@ -81,7 +82,7 @@ class WriteLive(Explorable):
             "reset": "Reset",
             "text": "The text: the prompt, then what the model wrote (in bold); "
             "the background is the attention of the chosen head from the last "
-            "position",
+            "position (framed), darker for less",
             "probsCaption": "The {shown} most likely next tokens after “{last}”",
             "token": "Token",
             "model": "Model (T = 1)",
@@ -93,7 +94,8 @@ class WriteLive(Explorable):
             "more, so it writes no more. Reset, or shorten the prompt.",
             "invalid": "Not valid, the last valid value is used: {what}.",
             "status": "Tokens written: {written}; positions used: {used} of {max}.",
-            "size": "The weights: {params} numbers, {bytes} bytes in this page.",
+            "size": "The weights: {params} numbers, {bytes} bytes as float32, "
+            "{chars} characters of base64 in this page.",
             "fig_title": "Next-token probabilities after “{prompt}”",
             "fig_ylabel": "probability",
             "alt": "Bar chart of the {shown} most likely next characters after the "
@@ -118,7 +120,7 @@ class WriteLive(Explorable):
             "reset": "Réinitialiser",
             "text": "Le texte\u00a0: l’amorce, puis ce que le modèle a écrit (en "
             "gras)\u202f; le fond est l’attention de la tête choisie depuis la "
-            "dernière position",
+            "dernière position (encadrée), plus sombre pour moins",
             "probsCaption": "Les {shown} jetons suivants les plus probables après "
             "«\u00a0{last}\u00a0»",
             "token": "Jeton",
@@ -134,8 +136,8 @@ class WriteLive(Explorable):
             "{what}.",
             "status": "Jetons écrits\u00a0: {written}\u202f; positions "
             "utilisées\u00a0: {used} sur {max}.",
-            "size": "Les poids\u00a0: {params} nombres, {bytes} octets dans cette "
-            "page.",
+            "size": "Les poids\u00a0: {params} nombres, {bytes} octets en float32, "
+            "{chars} caractères de base64 dans cette page.",
             "fig_title": "Probabilités du jeton suivant après «\u00a0{prompt}\u00a0»",
             "fig_ylabel": "probabilité",
             "alt": "Diagramme en barres des {shown} caractères suivants les plus "
@@ -275,11 +277,12 @@ class WriteLive(Explorable):
         page draws (mulberry32 from ``seed``, one uniform number per sampled
         token, the first token whose cumulative probability passes it); greedy
         (temperature 0) is :func:`qkv.experiments.writer.generate`'s."""
-        from qkv.page.explorables.seeded import _mulberry32
-
         ids = self.ids(self._check_text("text", text)).tolist()
-        draws = _mulberry32(check_int("seed", seed, minimum=0))
-        for _ in range(min(new_tokens, self.max_len - len(ids))):
+        steps = min(
+            check_int("new_tokens", new_tokens, minimum=0), self.max_len - len(ids)
+        )
+        draws = iter(seeded_uniform(seed, steps))
+        for _ in range(steps):
             logits = self.logits_of(ids)
             if temperature == 0:
                 ids.append(int(logits.argmax()))
@@ -289,7 +292,7 @@ class WriteLive(Explorable):
                 threshold = scaled.sort(descending=True).values[top_k - 1]
                 scaled = scaled.masked_fill(scaled < threshold, float("-inf"))
             probabilities = torch.softmax(scaled, dim=-1).tolist()
-            uniform, total = (next(draws) + 0.5) / 4294967296, 0.0
+            uniform, total = next(draws), 0.0
             chosen = max(i for i, p in enumerate(probabilities) if p > 0)
             for i, p in enumerate(probabilities):
                 if p > 0:

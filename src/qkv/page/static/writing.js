@@ -345,7 +345,9 @@ function qkvWriteLive(root, data, live) {
     var top = weights.length ? Math.max.apply(null, weights) : 1;
     ids.forEach(function (id, i) {
       var c = data.vocabulary[id];
-      var span = el("span", {"class": i >= state.promptLength ? "qkv-x-written" : null},
+      var classes = (i >= state.promptLength ? "qkv-x-written " : "") +
+        (i === ids.length - 1 ? "qkv-x-query" : "");
+      var span = el("span", {"class": classes.trim() || null},
         c === "\n" ? "\u21b5" : c);
       paint(span, weights[i], top);
       textBox.appendChild(span);
