@@ -196,6 +196,18 @@ def test_the_logits_and_what_the_page_shows_equal_pytorch(browser, pages, widget
         shown = torch.tensor(json.loads(root.get_attribute("data-probabilities")))
         expected = widget.probabilities(PROMPT).float()
         torch.testing.assert_close(shown, expected, rtol=0, atol=1e-6)
+        # typed and erased a character at a time (the cache keeps the prefix)
+        prompt = root.locator("input.qkv-x-prompt")
+        prompt.fill(PROMPT[:5])
+        prompt.press("End")
+        page.keyboard.type(PROMPT[5:])
+        for text in (PROMPT, PROMPT[:-2]):
+            shown = torch.tensor(json.loads(root.get_attribute("data-probabilities")))
+            expected = widget.probabilities(text).float()
+            torch.testing.assert_close(shown, expected, rtol=0, atol=1e-6)
+            prompt.press("Backspace")
+            prompt.press("Backspace")
+        prompt.fill(PROMPT)
         attention = widget.attention(PROMPT)  # (N, H, T, T)
         # the last layer's first head at first; then layer 1, head 2 (keyboard)
         for layer, head in ((1, 0), (0, 1)):
@@ -243,8 +255,9 @@ def test_a_seed_replays_the_sample_as_python_draws_it(browser, pages, widget):
         runs = []
         for _ in range(2):
             root.get_by_role("button", name="Reset").press("Enter")
+            root.get_by_role("button", name="Next token").focus()
             for _ in range(12):
-                root.get_by_role("button", name="Next token").press("Enter")
+                page.keyboard.press("Enter")
             runs.append("".join(VOCABULARY[i] for i in tokens(root)[len(PROMPT) :]))
         assert runs == [expected, expected]
         assert expected != widget.write(PROMPT, 12, 1.5, 7, 2027)  # the seed counts
@@ -261,6 +274,23 @@ def test_unknown_characters_are_skipped_and_said_and_max_len_stops(browser, page
         said = root.locator(".qkv-x-note").all_text_contents()
         assert any(note in s and "€" in s and "😀" in s for s in said), said
         assert len(tokens(root)) == 3
+        # nothing the model knows: said, and nothing to write from (no error)
+        root.locator("input.qkv-x-prompt").fill("€")
+        assert WriteLive.LABELS["fr"]["empty"] in root.inner_text()
+        root.locator("input.qkv-x-prompt").press("Enter")
+        assert tokens(root) == []
+        root.locator("input.qkv-x-prompt").fill("ab€c😀")
+        # the temperature the French way: a decimal comma, the arrows step it
+        temperature = root.get_by_label("Température (0 = glouton)")
+        temperature.press("ArrowUp")
+        assert temperature.input_value() == "0,9"
+        assert "T = 0,9" in root.locator("thead").inner_text()
+        temperature.fill("abc")  # not valid: said; the last valid value is kept
+        assert temperature.get_attribute("aria-invalid") == "true"
+        assert WriteLive.LABELS["fr"]["invalid"].split("{")[0] in root.inner_text()
+        assert "T = 0,9" in root.locator("thead").inner_text()
+        temperature.fill("0,8")
+        assert temperature.get_attribute("aria-invalid") is None
         root.get_by_label("Jetons à écrire").fill("48")
         root.get_by_role("button", name="Écrire 48").press("Enter")
         settle(page, root, 48)

@@ -301,12 +301,21 @@ function qkvWriteLive(root, data, live) {
     promptNote.textContent = parsed.unknown.length ? t("skipped", {
       chars: parsed.unknown.map(function (c) { return t("quoted", {c: visible(c)}); })
         .join(t("listSep"))}) : "";
-    state.ids = parsed.ids.slice(0, maxLen);
-    state.promptLength = state.ids.length;
-    state.cache = newCache();
+    var ids = parsed.ids.slice(0, maxLen), keep = 0;
+    // the positions the text had already run keep their keys and values: a
+    // character typed at the end of the prompt runs one step, not them all
+    while (state.cache && keep < ids.length - 1 && keep < state.ids.length &&
+      ids[keep] === state.ids[keep]) { keep += 1; }
+    if (!state.cache) { state.cache = newCache(); }
+    for (var l = 0; l < N; l++) {
+      state.cache.keys[l].length = keep;
+      state.cache.values[l].length = keep;
+    }
+    state.ids = ids;
+    state.promptLength = ids.length;
     state.random = qkvMulberry32(settings.seed);
     state.last = null;
-    state.ids.forEach(function (id) { state.last = step(id, state.cache); });
+    ids.slice(keep).forEach(function (id) { state.last = step(id, state.cache); });
     show();
   }
   function canWrite() { return state.last !== null && state.ids.length < maxLen; }
