@@ -153,3 +153,14 @@ def test_bad_arguments_raise_a_value_error_that_names_them(change, message):
     arguments.update(change)
     with pytest.raises(ValueError, match=message):
         write_live(**arguments)
+
+
+def test_markup_in_the_text_stays_text_and_notebooks_get_html_and_a_png():
+    tricky = "</script><b>&amp;"
+    widget = write_live(small_model(), VOCABULARY, prompt=tricky, test_prompts=[tricky])
+    bundle = widget._repr_mimebundle_()
+    assert bundle["image/png"] and "WriteLive" in bundle["text/plain"]
+    block = bundle["text/html"]
+    assert block.count("</script>") == 2  # the data's and the script's own
+    data = data_of(block)
+    assert data["prompt"] == tricky and data["test_prompts"] == [tricky]
