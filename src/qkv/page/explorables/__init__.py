@@ -17,6 +17,8 @@ initial state stands in.
   as in :func:`qkv.scaled_dot_product_attention`.
 * :func:`rope_offsets` (chapter *positions*): rotate a query and keys by their
   positions (RoPE); the scores depend only on the offsets.
+* :func:`write_live` (chapter *writing*): the trained decoder writes in the page,
+  its forward pass in JavaScript from its exported weights (:mod:`.writing`).
 
 Conventions, each tested in Chromium against ``qkv`` (to 1e-6):
 
@@ -47,6 +49,7 @@ from qkv.page.explorables.masking import mask_editor
 from qkv.page.explorables.rotary import rope_offsets
 from qkv.page.explorables.scaling import scaled_scores
 from qkv.page.explorables.seeded import seeded_normal
+from qkv.page.explorables.writing import write_live
 
 __all__ = [
     "LANGUAGES",
@@ -55,4 +58,5 @@ __all__ = [
     "rope_offsets",
     "scaled_scores",
     "seeded_normal",
+    "write_live",
 ]

@@ -11,7 +11,7 @@ from torch import Tensor
 
 from qkv.validate import check_int
 
-__all__ = ["seeded_normal"]
+__all__ = ["seeded_normal", "seeded_uniform"]
 
 
 def _mulberry32(seed: int):
@@ -22,6 +22,17 @@ def _mulberry32(seed: int):
         t = ((state ^ (state >> 15)) * (1 | state)) & 0xFFFFFFFF
         t = ((t + (((t ^ (t >> 7)) * (61 | t)) & 0xFFFFFFFF)) & 0xFFFFFFFF) ^ t
         yield (t ^ (t >> 14)) & 0xFFFFFFFF
+
+
+def seeded_uniform(seed: int, count: int) -> list[float]:
+    """``count`` uniform numbers in (0, 1) drawn from ``seed`` by mulberry32, the
+    same as the page's ``qkvMulberry32(seed)`` (``static/seeded.js``): the
+    sampling of :func:`qkv.page.explorables.write_live`."""
+    seed = check_int("seed", seed, minimum=0)
+    if seed >= 2**32:
+        raise ValueError(f"seed must be an int in 0..2**32 - 1, got {seed}")
+    draws = _mulberry32(seed)
+    return [(next(draws) + 0.5) / 4294967296 for _ in range(count)]
 
 
 def seeded_normal(seed: int, *shape: int) -> Tensor:
