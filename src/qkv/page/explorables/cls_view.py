@@ -63,7 +63,7 @@ class ClsView(Explorable):
         },
         "fr": {
             "title": "À vous\u00a0: ce que regarde [CLS] dans un chiffre",
-            "digit": "Chiffre mis de côté",
+            "digit": "Chiffre de test",
             "digitValue": "{n} sur {count}, classe {label}",
             "layer": "Couche",
             "head": "Tête",
@@ -85,18 +85,18 @@ class ClsView(Explorable):
             "scaleEnd": "1",
             "caption": "Les poids de [CLS] dans la couche {layer}, une colonne par "
             "tête",
-            "corner": "jeton ↓ tête →",
+            "corner": "token ↓ tête →",
             "patch": "patch {n}",
             "patchTitle": "patch {n} (ligne {row}, colonne {col})\u00a0: poids "
             "{weight}",
             "self": "[CLS] lui-même",
             "meanShort": "moyenne",
-            "fig_title": "Un chiffre de classe {label} mis de côté, couche "
-            "{layer}\u00a0: le modèle lit {pred} ({prob})",
-            "alt": "Un chiffre manuscrit de classe {label}, {hi} pixels sur {wi}, "
-            "mis de côté, dessiné {panels} fois, une par tête de la couche {layer} "
+            "fig_title": "Un chiffre de test de classe {label}, couche {layer}\u00a0: "
+            "le modèle lit {pred} ({prob})",
+            "alt": "Un chiffre manuscrit de test, de classe {label}, {hi} pixels sur "
+            "{wi}, dessiné {panels} fois, une par tête de la couche {layer} "
             "et une pour leur moyenne, chaque patch coloré par le poids "
-            "d’attention du jeton [CLS] et marqué de ce poids.",
+            "d’attention du token [CLS] et marqué de ce poids.",
         },
     }
     scripts = ("explorable.js", "cls_view.js")
@@ -184,7 +184,8 @@ class ClsView(Explorable):
             f"{r} fieldset {{ display: inline-flex; flex-wrap: wrap; gap: 0 .8em; "
             "border: 1px solid var(--qkv-border); border-radius: 4px; "
             "margin: 0; padding: .1em .6em .3em; }"
-            f"{r} legend {{ font-weight: 600; padding: 0 .3em; }}"
+            f"{r} legend {{ font: inherit; font-weight: 600; float: none; "
+            "width: auto; margin: 0; padding: 0 .3em; }"
             f"{r} fieldset input {{ margin: 0 .2em 0 0; accent-color: "
             "var(--qkv-accent); }"
             f"{r} figure.qkv-x-digit {{ margin: 0; }}"
