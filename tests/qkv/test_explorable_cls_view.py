@@ -31,11 +31,14 @@ SAME_IN_BOTH = {"patch", "scaleEnd"}
 
 @pytest.fixture(scope="module")
 def model_and_digits():
-    """An untrained model (seeded) and the first held-out digits."""
+    """An untrained model and random 8x8 images of sixteenths, as the digits'
+    pixels are (seeded; no scikit-learn to load)."""
     torch.manual_seed(3)
     model = vision.VisionTransformer(patch_size=4).eval()
-    data = vision.load_digits()
-    return model, data.test_images[:N_IMAGES], data.test_labels[:N_IMAGES]
+    generator = torch.Generator().manual_seed(0)
+    images = torch.randint(0, 17, (N_IMAGES, 8, 8), generator=generator) / 16.0
+    labels = torch.randint(0, 10, (N_IMAGES,), generator=generator)
+    return model, images, labels
 
 
 def made(model_and_digits, **options) -> ClsView:
