@@ -17,6 +17,9 @@ initial state stands in.
   as in :func:`qkv.scaled_dot_product_attention`.
 * :func:`rope_offsets` (chapter *positions*): rotate a query and keys by their
   positions (RoPE); the scores depend only on the offsets.
+* :func:`cls_view` (chapter *attention-on-images*): pick a held-out digit, a
+  layer and a head of a trained Vision Transformer; the [CLS] token's weights
+  over the patches, computed by ``qkv`` at build time, and what the model reads.
 * :func:`write_live` (chapter *writing*): the trained decoder writes in the page,
   its forward pass in JavaScript from its exported weights (:mod:`.writing`).
 
@@ -45,6 +48,7 @@ Shapes: T words, D features per word, L queries, S keys, E query/key size.
 
 from qkv.page.explorables._base import LANGUAGES
 from qkv.page.explorables.by_hand import attention_by_hand
+from qkv.page.explorables.cls_view import cls_view
 from qkv.page.explorables.masking import mask_editor
 from qkv.page.explorables.rotary import rope_offsets
 from qkv.page.explorables.scaling import scaled_scores
@@ -54,6 +58,7 @@ from qkv.page.explorables.writing import write_live
 __all__ = [
     "LANGUAGES",
     "attention_by_hand",
+    "cls_view",
     "mask_editor",
     "rope_offsets",
     "scaled_scores",
