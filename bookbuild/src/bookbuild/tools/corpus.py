@@ -48,8 +48,8 @@ def prose(text: str) -> str:
     text = re.sub(r"\s+", " ", text)
     # what a dropped piece leaves: "the ( )", "word ,"
     text = re.sub(f" ?[{gap}]+ ?", gap, text)
+    text = re.sub(f" ?\\({gap}(?:[,;:]{gap}?)?\\)", gap, text)
     text = re.sub(f"{gap}(?=[,.)])", "", text)
-    text = re.sub(f"\\({gap}[,;:]?{gap}?\\) ?", "", text)
     return re.sub(" +", " ", text.replace(gap, " ")).strip()
 
 
