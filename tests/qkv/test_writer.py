@@ -218,3 +218,26 @@ def test_every_seed_0_to_4_beats_the_bigram_and_the_uniform_guess(
         tokens = encode(prompt, result.vocabulary)
         uncached = generate(result.model, tokens, 100, use_cache=False)
         assert cached == decode(uncached, result.vocabulary)
+
+
+def has_loop(text: str, length: int = 20) -> bool:
+    """Some `length` characters of text equal those p before them, for a p."""
+    return any(
+        text[start : start + length] == text[start - p : start - p + length]
+        for p in range(1, len(text) - length + 1)
+        for start in range(p, len(text) - length + 1)
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", SEEDS)
+def test_greedy_loops_and_samples_copy_a_few_words_on_seeds_0_to_4(
+    trained_results, seed
+):
+    """slow: trains the chapter's run of this seed (shared with the build)."""
+    result = train(seed)
+    training_text = load_corpus().training_text
+    for prompt in ("The attention of ", "L'attention de "):
+        assert has_loop(write(result, prompt, 100))
+        sample = write(result, prompt, 100, 0.8, top_k=10)
+        assert len(longest_copied_run(sample, training_text)) < 30
