@@ -47,7 +47,7 @@ TORCH_FROM ?= $(strip \
 # Kernels inherit the environment: a headless MPLBACKEND would hide every figure.
 unexport MPLBACKEND
 
-.PHONY: book check test lint-js serve clean bench bench-toy bench-attention bench-models pdf lock addresses notebooks-branch same-site translations english-words
+.PHONY: book check test lint-js serve clean bench bench-toy bench-attention bench-models pdf lock addresses notebooks-branch same-site translations english-words corpus
 
 # Every package at the version of requirements.lock (uv installs them in
 # seconds), torch as above, and the book's two packages (qkv, bookbuild) editable.
@@ -196,6 +196,11 @@ bench-attention: $(INSTALLED)
 # held to a baseline by tests/site/test_english_words.py).
 english-words: book
 	$(BIN)/python -m bookbuild.tools.english_words
+
+# The book's prose (English msgid, French msgstr of the lessons' catalogues) as
+# the training text of the model of the chapter writing: a snapshot, by hand.
+corpus: $(INSTALLED)
+	$(BIN)/python -m bookbuild.tools.corpus
 
 clean:
 	rm -rf _build

@@ -49,6 +49,7 @@ TIMED_PAGES = {
     "book/how-attention-learns": "reports how long the training took",
     "book/cost-of-attention": "measures the run time and memory of attention",
     "book/decoders": "reports how long the induction model took to train",
+    "book/writing": "reports how long the five writers took to train",
     "book/cross-attention": "reports how long the translators took to train",
     "book/positions": "reports how long the five position models took to train",
     "book/faq": "pastes the slopes that the cost chapter measured",
