@@ -189,6 +189,9 @@ def test_a_short_training_is_deterministic_and_beats_the_uniform_guess(
     assert torch.get_num_threads() == THREADS  # restored
     with pytest.raises(ValueError, match="corpus"):
         train.__wrapped__(0, steps=1, corpus="0" * 64)
+    with torch.no_grad():  # as a chapter that turned gradients off calls it
+        quiet = train.__wrapped__(0, steps=4, batch_size=2, eval_every=2)
+    assert quiet.curve == first.curve
 
 
 THREADS = torch.get_num_threads()

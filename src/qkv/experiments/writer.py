@@ -523,26 +523,27 @@ def train(
         since: list[float] = []
         cpu_start = time.process_time()
         model.train()
-        for step in range(1, steps + 1):
-            starts = torch.randint(
-                len(train_tokens) - length, (batch_size,), generator=generator
-            )  # (B,)
-            window = train_tokens[starts[:, None] + offsets]  # (B, T + 1)
-            logits = model(window[:, :-1])  # (B, T, V)
-            loss = F.cross_entropy(logits.flatten(0, 1), window[:, 1:].flatten())
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            schedule.step()
-            since.append(float(loss.detach()))
-            if step % eval_every == 0 or step == steps:
-                model.eval()
-                curve["step"].append(step)
-                curve["train"].append(sum(since) / len(since))
-                for lang in LANGUAGES:
-                    curve[lang].append(heldout_loss(model, probes[lang]))
-                since = []
-                model.train()
+        with torch.enable_grad():  # also where a caller turned gradients off
+            for step in range(1, steps + 1):
+                starts = torch.randint(
+                    len(train_tokens) - length, (batch_size,), generator=generator
+                )  # (B,)
+                window = train_tokens[starts[:, None] + offsets]  # (B, T + 1)
+                logits = model(window[:, :-1])  # (B, T, V)
+                loss = F.cross_entropy(logits.flatten(0, 1), window[:, 1:].flatten())
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                schedule.step()
+                since.append(float(loss.detach()))
+                if step % eval_every == 0 or step == steps:
+                    model.eval()
+                    curve["step"].append(step)
+                    curve["train"].append(sum(since) / len(since))
+                    for lang in LANGUAGES:
+                        curve[lang].append(heldout_loss(model, probes[lang]))
+                    since = []
+                    model.train()
         cpu_seconds = time.process_time() - cpu_start
         model.eval()
         both = torch.cat([heldout["en"], heldout["fr"]])
