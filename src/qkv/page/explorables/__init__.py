@@ -17,6 +17,10 @@ initial state stands in.
   as in :func:`qkv.scaled_dot_product_attention`.
 * :func:`rope_offsets` (chapter *positions*): rotate a query and keys by their
   positions (RoPE); the scores depend only on the offsets.
+* :func:`alignment_explorer` (chapter *cross-attention*): pick a held-out
+  sentence and an English word of its translation; the cross-attention weights
+  on the French words, for each trained model side by side (computed by
+  ``qkv`` when the page is built: the page only shows them).
 
 Conventions, each tested in Chromium against ``qkv`` (to 1e-6):
 
@@ -42,6 +46,7 @@ Shapes: T words, D features per word, L queries, S keys, E query/key size.
 """
 
 from qkv.page.explorables._base import LANGUAGES
+from qkv.page.explorables.alignment import alignment_explorer
 from qkv.page.explorables.by_hand import attention_by_hand
 from qkv.page.explorables.masking import mask_editor
 from qkv.page.explorables.rotary import rope_offsets
@@ -50,6 +55,7 @@ from qkv.page.explorables.seeded import seeded_normal
 
 __all__ = [
     "LANGUAGES",
+    "alignment_explorer",
     "attention_by_hand",
     "mask_editor",
     "rope_offsets",
