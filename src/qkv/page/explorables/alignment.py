@@ -157,7 +157,10 @@ class AlignmentExplorer(Explorable):
         wraps in its menu's width."""
         r = f"#{root_id}"
         return (
-            f"{r} select.qkv-x-sentence {{ max-width: 100%; margin: 0; }}"
+            f"{r} .qkv-x-pick {{ display: flex; flex-wrap: wrap; align-items: center; "
+            "gap: .2em .4em; min-width: 0; max-width: 100%; }"
+            f"{r} select.qkv-x-sentence {{ min-width: 0; max-width: 100%; margin: 0; "
+            "}"
             f"{r} .qkv-x-words {{ display: flex; flex-wrap: wrap; gap: .3em; "
             "min-width: 0; max-width: 100%; }"
             f"{r} .qkv-x-word {{ border: 1px solid var(--qkv-border); "

@@ -23,7 +23,7 @@ function qkvAlignmentExplorer(root, data, live) {
   var group = el("div", {"class": "qkv-x-words", role: "radiogroup",
     "aria-labelledby": wordsLabel.id});
   live.appendChild(el("div", {"class": "qkv-x-controls"}, [
-    el("span", {}, [labelled(select, t("sentence")), select])]));
+    el("span", {"class": "qkv-x-pick"}, [labelled(select, t("sentence")), select])]));
   live.appendChild(el("div", {"class": "qkv-x-controls"}, [wordsLabel, group]));
   live.appendChild(el("p", {"class": "qkv-x-legend"}, t("hint")));
   var panels = el("div", {"class": "qkv-x-grids"});
