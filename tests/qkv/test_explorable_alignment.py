@@ -5,7 +5,8 @@ of ``Sentence.alignment``; it loads nothing from outside, stays small, speaks
 English and French, and refuses bad arguments by name.
 
 The chapter's two models (seed 0, dot product and additive) are read back from
-the build's trained results (``trained_results``), or trained once (seconds).
+the build's trained results (``_build/results``), or trained once (seconds of
+CPU): the tests that use them are marked slow, as tests/qkv/test_translate.py's.
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ def explorer(models):
     return explorables.alignment_explorer(shown, [dot.model, additive.model])
 
 
+# slow: the chapter's two full training runs (fixture models), read back or trained
+@pytest.mark.slow
 def test_data_are_the_weights_of_tr_align(models, explorer):
     dot, additive = models
     data = explorer._payload()
@@ -67,6 +70,8 @@ def test_data_are_the_weights_of_tr_align(models, explorer):
             torch.testing.assert_close(got.sum(-1), torch.ones(len(written)).double())
 
 
+# slow: the chapter's two full training runs (fixture models), read back or trained
+@pytest.mark.slow
 def test_expected_words_are_the_reference_alignment(explorer):
     for i, sentence in enumerate(explorer.sentences):
         assert explorer.english[i] == sentence.english()  # translated right
@@ -74,6 +79,8 @@ def test_expected_words_are_the_reference_alignment(explorer):
         assert explorer.expected(i) == [pairs[e] for e in range(len(pairs))]
 
 
+# slow: the chapter's two full training runs (fixture models), read back or trained
+@pytest.mark.slow
 def test_a_wrong_translation_has_no_expected_word(explorer):
     english = explorer.english[0]
     explorer.english[0] = ["a", *english[1:]]
@@ -83,6 +90,8 @@ def test_a_wrong_translation_has_no_expected_word(explorer):
         explorer.english[0] = english
 
 
+# slow: the chapter's two full training runs (fixture models), read back or trained
+@pytest.mark.slow
 def test_offline_small_and_escaped(explorer):
     html = explorer.to_html()
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)
@@ -104,6 +113,8 @@ def test_labels_in_english_and_french():
             assert "{model}" in labels[lang][key] and "{weight}" in labels[lang][key]
 
 
+# slow: the chapter's two full training runs (fixture models), read back or trained
+@pytest.mark.slow
 def test_static_figure_and_alt_follow_the_language(explorer):
     png = explorer.static_png()
     assert png.startswith(b"\x89PNG") and len(png) < 80_000
@@ -111,6 +122,8 @@ def test_static_figure_and_alt_follow_the_language(explorer):
     assert "produit scalaire" in explorer.static_alts()["fr"]
 
 
+# slow: the chapter's two full training runs (fixture models), read back or trained
+@pytest.mark.slow
 def test_bad_arguments_are_refused_by_name(models):
     dot, additive = models
     sentences = dot.heldout[:2]
@@ -130,6 +143,8 @@ def test_bad_arguments_are_refused_by_name(models):
         explorables.alignment_explorer(sentences, [dot.model], lang="de")
 
 
+# slow: the chapter's two full training runs (fixture models), read back or trained
+@pytest.mark.slow
 def test_models_that_write_different_translations_are_refused(models):
     dot, _ = models
     # 20 steps (a second): it writes "the brown [eos]" for "the grey cat sleeps"
