@@ -29,17 +29,17 @@ TOLERANCE = 1e-6
 
 @pytest.fixture(scope="module")
 def models():
-    """The chapter's two trained models (seed 0): dot product, additive."""
+    """The chapter's two trained models (seed 0): dot product, additive. While
+    the module runs, results are kept in the build's ``_build/results`` and
+    torch uses one thread, as in the book's kernels (``trained_results``)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("QKV_RESULTS", str(ROOT / "_build" / "results"))
         threads = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
-            dot = tr.train(seed=0)
-            additive = tr.train(seed=0, score="additive")
+            yield tr.train(seed=0), tr.train(seed=0, score="additive")
         finally:
             torch.set_num_threads(threads)
-    return dot, additive
 
 
 @pytest.fixture(scope="module")
