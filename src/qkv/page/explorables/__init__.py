@@ -22,6 +22,10 @@ initial state stands in.
   over the patches, computed by ``qkv`` at build time, and what the model reads.
 * :func:`write_live` (chapter *writing*): the trained decoder writes in the page,
   its forward pass in JavaScript from its exported weights (:mod:`.writing`).
+* :func:`alignment_explorer` (chapter *cross-attention*): pick a held-out
+  sentence and an English word of its translation; the cross-attention weights
+  on the French words, for each trained model side by side (computed by
+  ``qkv`` when the page is built: the page only shows them).
 
 Conventions, each tested in Chromium against ``qkv`` (to 1e-6):
 
@@ -47,6 +51,7 @@ Shapes: T words, D features per word, L queries, S keys, E query/key size.
 """
 
 from qkv.page.explorables._base import LANGUAGES
+from qkv.page.explorables.alignment import alignment_explorer
 from qkv.page.explorables.by_hand import attention_by_hand
 from qkv.page.explorables.cls_view import cls_view
 from qkv.page.explorables.masking import mask_editor
@@ -57,6 +62,7 @@ from qkv.page.explorables.writing import write_live
 
 __all__ = [
     "LANGUAGES",
+    "alignment_explorer",
     "attention_by_hand",
     "cls_view",
     "mask_editor",
