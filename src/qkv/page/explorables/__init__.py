@@ -17,6 +17,9 @@ initial state stands in.
   as in :func:`qkv.scaled_dot_product_attention`.
 * :func:`rope_offsets` (chapter *positions*): rotate a query and keys by their
   positions (RoPE); the scores depend only on the offsets.
+* :func:`kv_cache_calculator` (chapter *decoders*): the KV cache of published
+  decoders or of a reader's own numbers, per token and for a context, with and
+  without grouped-query attention, in binary units.
 
 Conventions, each tested in Chromium against ``qkv`` (to 1e-6):
 
@@ -43,6 +46,7 @@ Shapes: T words, D features per word, L queries, S keys, E query/key size.
 
 from qkv.page.explorables._base import LANGUAGES
 from qkv.page.explorables.by_hand import attention_by_hand
+from qkv.page.explorables.kv_cache import kv_cache_calculator
 from qkv.page.explorables.masking import mask_editor
 from qkv.page.explorables.rotary import rope_offsets
 from qkv.page.explorables.scaling import scaled_scores
@@ -51,6 +55,7 @@ from qkv.page.explorables.seeded import seeded_normal
 __all__ = [
     "LANGUAGES",
     "attention_by_hand",
+    "kv_cache_calculator",
     "mask_editor",
     "rope_offsets",
     "scaled_scores",
