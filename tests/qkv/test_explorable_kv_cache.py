@@ -14,7 +14,7 @@ import pytest
 import qkv
 from qkv.cost import kv_cache_bytes
 from qkv.page.explorables import kv_cache_calculator
-from qkv.page.explorables.kv_cache import LIMITS, cache_sizes
+from qkv.page.explorables.kv_cache import LIMITS, KVCacheCalculator, cache_sizes
 from qkv.page.glue import human_bytes
 
 #: The configurations of the chapter *decoders* (book/decoders.md).
@@ -148,3 +148,12 @@ def test_static_figure_and_alt(lang):
     html = widget._repr_html_()
     assert "qkv-x-kv" in html
     assert json.dumps("Llama 2 70B") in html
+
+
+def test_labels_in_both_languages():
+    labels = KVCacheCalculator.LABELS
+    assert labels["en"].keys() == labels["fr"].keys()
+    for key, english in labels["en"].items():
+        assert set(re.findall(r"\{\w+\}", english)) == set(
+            re.findall(r"\{\w+\}", labels["fr"][key])
+        ), key

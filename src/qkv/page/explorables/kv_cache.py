@@ -116,8 +116,8 @@ class KVCacheCalculator(Explorable):
             "notDivide": "H must divide D, and H_kv must divide H (D = {dim}, "
             "H = {heads}, H_kv = {kv}).",
             "status": "{name}: {total} of cache for {tokens} tokens × {batch} "
-            "sequences, {per} per token; {ratio} times less than multi-head "
-            "attention.",
+            "sequences, {per} per token; multi-head attention would keep {ratio} "
+            "times this.",
             "fig_title": "{name}, {bits}-bit numbers: the cache of {tokens} tokens",
             "fig_bytes": "bytes of the cache (binary units)",
             "fig_label": "{per} per token, {total}",
@@ -149,24 +149,24 @@ class KVCacheCalculator(Explorable):
             "kvCount": "H_kv",
             "perToken": "par token",
             "total": "pour le contexte",
-            "ratio": "multi-tête ÷ celui-ci",
+            "ratio": "multi-têtes ÷ celui-ci",
             "sizes": "d’un coup d’œil",
             "model_row": "comme le modèle (H_kv = {kv})",
-            "mha_row": "multi-tête (H_kv = H = {kv})",
-            "mqa_row": "multi-requête (H_kv = 1)",
+            "mha_row": "multi-têtes (H_kv = H = {kv})",
+            "mqa_row": "multi-requêtes (H_kv = 1)",
             "notInt": "{name} doit être un nombre entier de 1 à {max}.",
             "notDivide": "H doit diviser D, et H_kv doit diviser H (D = {dim}, "
             "H = {heads}, H_kv = {kv}).",
             "status": "{name}\u00a0: {total} de cache pour {tokens} tokens × "
-            "{batch} séquences, {per} par token\u00a0; {ratio} fois moins que "
-            "l’attention multi-tête.",
+            "{batch} séquences, {per} par token\u00a0; l’attention multi-têtes "
+            "en garderait {ratio} fois autant.",
             "fig_title": "{name}, nombres de {bits} bits\u00a0: le cache de "
             "{tokens} tokens",
             "fig_bytes": "octets du cache (unités binaires)",
             "fig_label": "{per} par token, {total}",
             "alt": "Diagramme en barres du cache KV de {name} pour {tokens} tokens "
             "en nombres de {bits} bits\u00a0: {model} comme le modèle, {mha} en "
-            "attention multi-tête, {mqa} en attention multi-requête.",
+            "attention multi-têtes, {mqa} en attention multi-requêtes.",
         },
     }
     scripts = ("explorable.js", "kv_cache.js")
