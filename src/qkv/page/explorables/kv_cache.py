@@ -101,7 +101,7 @@ class KVCacheCalculator(Explorable):
             "tokens": "Context, in tokens",
             "tokensSlider": "Context, powers of two",
             "batch": "Sequences in the batch",
-            "caption": "The cache of {name} with {tokens} tokens × {batch} sequences",
+            "caption": "The cache of {name} for a batch of {batch} × {tokens} tokens",
             "yourModel": "your model",
             "kind": "keys and values",
             "kvCount": "H_kv",
@@ -115,8 +115,8 @@ class KVCacheCalculator(Explorable):
             "notInt": "{name} must be a whole number from 1 to {max}.",
             "notDivide": "H must divide D, and H_kv must divide H (D = {dim}, "
             "H = {heads}, H_kv = {kv}).",
-            "status": "{name}: {total} of cache for {tokens} tokens × {batch} "
-            "sequences, {per} per token; multi-head attention would keep {ratio} "
+            "status": "Cache of {name}: {total} for a batch of {batch} × "
+            "{tokens} tokens, {per} per token; multi-head attention would keep {ratio} "
             "times this.",
             "fig_title": "{name}, {bits}-bit numbers: the cache of {tokens} tokens",
             "fig_bytes": "bytes of the cache (binary units)",
@@ -143,7 +143,7 @@ class KVCacheCalculator(Explorable):
             "tokens": "Contexte, en tokens",
             "tokensSlider": "Contexte, puissances de deux",
             "batch": "Séquences du lot",
-            "caption": "Le cache de {name} avec {tokens} tokens × {batch} séquences",
+            "caption": "Le cache de {name} pour un lot de {batch} × {tokens} tokens",
             "yourModel": "votre modèle",
             "kind": "clés et valeurs",
             "kvCount": "H_kv",
@@ -157,8 +157,8 @@ class KVCacheCalculator(Explorable):
             "notInt": "{name} doit être un nombre entier de 1 à {max}.",
             "notDivide": "H doit diviser D, et H_kv doit diviser H (D = {dim}, "
             "H = {heads}, H_kv = {kv}).",
-            "status": "{name}\u00a0: {total} de cache pour {tokens} tokens × "
-            "{batch} séquences, {per} par token\u00a0; l’attention multi-têtes "
+            "status": "Cache de {name}\u00a0: {total} pour un lot de {batch} × "
+            "{tokens} tokens, {per} par token\u00a0; l’attention multi-têtes "
             "en garderait {ratio} fois autant.",
             "fig_title": "{name}, nombres de {bits} bits\u00a0: le cache de "
             "{tokens} tokens",
@@ -216,10 +216,14 @@ class KVCacheCalculator(Explorable):
                 raise ValueError(f"{key} must be at most {LIMITS[key]}, got {value}")
 
     def _css(self, root_id: str) -> str:
-        # the context box holds up to ten digits; the bars' column has room
+        # the boxes hold their largest numbers, a size never breaks before its
+        # unit (a long one scrolls inside the widget), the bars' column has room
         return (
+            f"#{root_id} input[type=number] {{ width: 6.5em; }}"
             f"#{root_id} input.qkv-x-wide {{ width: 8em; }}"
+            f"#{root_id} table.qkv-x-kv td {{ white-space: nowrap; }}"
             f"#{root_id} td.qkv-x-kv-glance {{ min-width: 8em; text-align: left; }}"
+            f"#{root_id} td.qkv-x-kv-glance .qkv-x-bar {{ height: .8em; }}"
         )
 
     def sizes(self, name: str | None = None) -> dict[str, tuple[int, int]]:
