@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import random
 import re
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +17,8 @@ from qkv.cost import kv_cache_bytes
 from qkv.page.explorables import kv_cache_calculator
 from qkv.page.explorables.kv_cache import LIMITS, KVCacheCalculator, cache_sizes
 from qkv.page.glue import human_bytes
+
+ROOT = Path(__file__).resolve().parents[2]
 
 #: The configurations of the chapter *decoders* (book/decoders.md).
 CONFIGS = {
@@ -45,7 +48,7 @@ def test_data_are_the_chapters_configs():
     assert data["model"] == "Llama 2 70B"
     assert (data["bytes_per_number"], data["n_tokens"], data["batch"]) == (2, 4096, 1)
     assert data["unit_b"] == {"en": "B", "fr": "o"}
-    chapter = open("book/decoders.md", encoding="utf-8").read()
+    chapter = (ROOT / "book" / "decoders.md").read_text(encoding="utf-8")
     for name, config in CONFIGS.items():  # the chapter's own table
         assert f'"{name}": {config},' in chapter
 
