@@ -91,8 +91,8 @@ class KVCacheCalculator(Explorable):
             "model": "Model",
             "own": "Your own numbers",
             "dim": "D",
-            "heads": "H",
-            "kvHeads": "H_kv",
+            "heads": "H (heads)",
+            "kvHeads": "H_kv (key/value heads)",
             "layers": "layers",
             "bytes": "Numbers of",
             "bits32": "32 bits (4 bytes)",
@@ -133,8 +133,8 @@ class KVCacheCalculator(Explorable):
             "model": "Modèle",
             "own": "Vos propres nombres",
             "dim": "D",
-            "heads": "H",
-            "kvHeads": "H_kv",
+            "heads": "H (têtes)",
+            "kvHeads": "H_kv (têtes de clés et de valeurs)",
             "layers": "couches",
             "bytes": "Nombres de",
             "bits32": "32 bits (4 octets)",
@@ -221,7 +221,7 @@ class KVCacheCalculator(Explorable):
         return (
             f"#{root_id} input[type=number] {{ width: 6.5em; }}"
             f"#{root_id} input.qkv-x-wide {{ width: 8em; }}"
-            f"#{root_id} table.qkv-x-kv td {{ white-space: nowrap; }}"
+            f"#{root_id} table.qkv-x-kv-table td {{ white-space: nowrap; }}"
             f"#{root_id} td.qkv-x-kv-glance {{ min-width: 8em; text-align: left; }}"
             f"#{root_id} td.qkv-x-kv-glance .qkv-x-bar {{ height: .8em; }}"
         )

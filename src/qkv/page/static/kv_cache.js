@@ -94,7 +94,7 @@ function qkvKVCache(root, data, live) {
     return el("tr", {"data-kind": kind}, [c.name, c.kv, c.per, c.total, c.ratio,
       el("td", {"class": "qkv-x-kv-glance", "aria-hidden": "true"}, c.bar)]);
   });
-  live.appendChild(el("table", {"class": "qkv-x-kv"}, [caption,
+  live.appendChild(el("table", {"class": "qkv-x-kv-table"}, [caption,
     el("thead", {}, el("tr", {}, ["kind", "kvCount", "perToken", "total", "ratio",
       "sizes"].map(function (key) { return el("th", {scope: "col"}, t(key)); }))),
     el("tbody", {}, body)]));
