@@ -17,17 +17,21 @@ initial state stands in.
   as in :func:`qkv.scaled_dot_product_attention`.
 * :func:`rope_offsets` (chapter *positions*): rotate a query and keys by their
   positions (RoPE); the scores depend only on the offsets.
-* :func:`cls_view` (chapter *attention-on-images*): pick a held-out digit, a
-  layer and a head of a trained Vision Transformer; the [CLS] token's weights
-  over the patches, computed by ``qkv`` at build time, and what the model reads.
-* :func:`write_live` (chapter *writing*): the trained decoder writes in the page,
-  its forward pass in JavaScript from its exported weights (:mod:`.writing`).
 * :func:`alignment_explorer` (chapter *cross-attention*): pick a held-out
   sentence and an English word of its translation; the cross-attention weights
   on the French words, for each trained model side by side (computed by
   ``qkv`` when the page is built: the page only shows them).
+* :func:`cls_view` (chapter *attention-on-images*): pick a held-out digit, a
+  layer and a head of a trained Vision Transformer; the [CLS] token's weights
+  over the patches, computed by ``qkv`` at build time, and what the model reads.
+* :func:`kv_cache_calculator` (chapter *decoders*): the KV cache of published
+  decoders or of a reader's own numbers, per token and for a context, with and
+  without grouped-query attention, in binary units.
+* :func:`write_live` (chapter *writing*): the trained decoder writes in the page,
+  its forward pass in JavaScript from its exported weights (:mod:`.writing`).
 
-Conventions, each tested in Chromium against ``qkv`` (to 1e-6):
+Conventions, each tested in Chromium against ``qkv`` (to 1e-6; the writer's
+logits to 1e-4, the bound of its float32 forward pass):
 
 * the root element has the class ``qkv-explorable`` and, after every change, its
   current attention weights as JSON in ``data-weights``;
@@ -54,6 +58,7 @@ from qkv.page.explorables._base import LANGUAGES
 from qkv.page.explorables.alignment import alignment_explorer
 from qkv.page.explorables.by_hand import attention_by_hand
 from qkv.page.explorables.cls_view import cls_view
+from qkv.page.explorables.kv_cache import kv_cache_calculator
 from qkv.page.explorables.masking import mask_editor
 from qkv.page.explorables.rotary import rope_offsets
 from qkv.page.explorables.scaling import scaled_scores
@@ -65,6 +70,7 @@ __all__ = [
     "alignment_explorer",
     "attention_by_hand",
     "cls_view",
+    "kv_cache_calculator",
     "mask_editor",
     "rope_offsets",
     "scaled_scores",

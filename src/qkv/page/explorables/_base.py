@@ -119,7 +119,7 @@ def word_list(words: Sequence[str]) -> str:
 
 
 class Explorable(Widget):
-    """What the four explorables share: labels, colours, the page's runtime
+    """What the explorables share: labels, colours, the page's runtime
     (``static/explorable.js``, whose ``qkvExplorable`` gives each explorable's script
     its tools) and stylesheet (``static/explorable.css``)."""
 
