@@ -305,12 +305,12 @@ def test_unknown_characters_are_skipped_and_said_and_max_len_stops(browser, page
         assert "T = 0,9" in root.locator("thead").inner_text()
         temperature.fill("0,8")
         assert temperature.get_attribute("aria-invalid") is None
-        root.get_by_label("Jetons à écrire").fill("48")
+        root.get_by_label("Tokens à écrire").fill("48")
         root.get_by_role("button", name="Écrire 48").press("Enter")
         settle(page, root, 48)
         full = WriteLive.LABELS["fr"]["full"].replace("{max}", "48")
         assert full in root.inner_text()
-        root.get_by_role("button", name="Jeton suivant").press("Enter")
+        root.get_by_role("button", name="Token suivant").press("Enter")
         assert len(tokens(root)) == 48  # no further
         # French numbers: a decimal comma, never a point
         text = root.locator(".qkv-w-live").inner_text()

@@ -104,26 +104,26 @@ class WriteLive(Explorable):
         "fr": {
             "title": "À vous\u00a0: le modèle écrit, dans votre navigateur",
             "keys": "Touches\u00a0: Tab passe d’une commande à l’autre\u202f; dans "
-            "l’amorce, Entrée écrit un jeton\u202f; dans une case de nombre, les "
+            "l’amorce, Entrée écrit un token\u202f; dans une case de nombre, les "
             "flèches haut et bas le changent (ou tapez-le)\u202f; Entrée ou Espace "
             "appuie sur un bouton\u202f; Échap arrête l’écriture.",
             "prompt": "Amorce",
             "temperature": "Température (0 = glouton)",
             "topK": "Top-k",
             "seed": "Graine du tirage",
-            "count": "Jetons à écrire",
+            "count": "Tokens à écrire",
             "layer": "Couche",
             "head": "Tête",
-            "next": "Jeton suivant",
+            "next": "Token suivant",
             "write": "Écrire {count}",
             "stop": "Arrêter",
             "reset": "Réinitialiser",
             "text": "Le texte\u00a0: l’amorce, puis ce que le modèle a écrit (en "
             "gras)\u202f; le fond est l’attention de la tête choisie depuis la "
             "dernière position (encadrée), plus sombre pour moins",
-            "probsCaption": "Les {shown} jetons suivants les plus probables après "
+            "probsCaption": "Les {shown} tokens suivants les plus probables après "
             "«\u00a0{last}\u00a0»",
-            "token": "Jeton",
+            "token": "Token",
             "model": "Modèle (T = 1)",
             "sampled": "Tirage (T = {temperature}, top-k = {k})",
             "skipped": "Absents du vocabulaire du modèle, ignorés\u00a0: {chars}.",
@@ -134,11 +134,11 @@ class WriteLive(Explorable):
             "raccourcissez l’amorce.",
             "invalid": "Valeur non valide, la dernière valide est gardée\u00a0: "
             "{what}.",
-            "status": "Jetons écrits\u00a0: {written}\u202f; positions "
+            "status": "Tokens écrits\u00a0: {written}\u202f; positions "
             "utilisées\u00a0: {used} sur {max}.",
             "size": "Les poids\u00a0: {params} nombres, {bytes} octets en float32, "
             "{chars} caractères de base64 dans cette page.",
-            "fig_title": "Probabilités du jeton suivant après «\u00a0{prompt}\u00a0»",
+            "fig_title": "Probabilités du token suivant après «\u00a0{prompt}\u00a0»",
             "fig_ylabel": "probabilité",
             "alt": "Diagramme en barres des {shown} caractères suivants les plus "
             "probables après l’amorce «\u00a0{prompt}\u00a0», le plus probable "
