@@ -25,7 +25,7 @@ import pytest
 import torch
 
 import qkv
-from bookbuild.tools.browser import wait_for_math
+from bookbuild.tools.browser import open_page, wait_for_math
 from bookbuild.tools.testing import outside_references
 from qkv.examples import SIX_WORDS, six_word_embeddings
 from qkv.page import explorables
@@ -377,22 +377,6 @@ def test_pages(tmp_path_factory) -> dict[str, str]:
             folder, "evil", [e.to_html() for e in examples(EVIL).values()]
         ),
     }
-
-
-def open_page(browser, url: str, **options):
-    """A fresh page at ``url``; its page errors are collected in ``page.errors``."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, **options)
-    page = context.new_page()
-    page.errors = []
-    page.on("pageerror", lambda error: page.errors.append(f"page error: {error}"))
-    page.on(
-        "console",
-        lambda message: (
-            page.errors.append(message.text) if message.type == "error" else None
-        ),
-    )
-    page.goto(url, wait_until="load")
-    return context, page
 
 
 def weights_of(root, name: str = "weights") -> torch.Tensor:

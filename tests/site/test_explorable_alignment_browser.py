@@ -16,6 +16,7 @@ import json
 
 import pytest
 
+from bookbuild.tools.browser import open_page
 from qkv.page.explorables.alignment import AlignmentExplorer
 
 pytestmark = [pytest.mark.book, pytest.mark.browser]
@@ -24,17 +25,14 @@ PAGES = {"en": "book/cross-attention.html", "fr": "fr/book/cross-attention.html"
 
 
 @pytest.fixture
-def open_page(site, browser):
-    """``open_page(lang, width)``: the chapter loaded; returns (page, root, data)."""
+def open_explorer(site, browser):
+    """``open_explorer(lang, width)``: the chapter loaded; (page, root, data)."""
     contexts = []
 
     def open_(lang: str = "en", width: int = 1280):
-        context = browser.new_context(viewport={"width": width, "height": 900})
+        url = f"{site}/{PAGES[lang]}"
+        context, page = open_page(browser, url, width=width, console=False)
         contexts.append(context)
-        page = context.new_page()
-        page.errors = []
-        page.on("pageerror", lambda error: page.errors.append(str(error)))
-        page.goto(f"{site}/{PAGES[lang]}", wait_until="load")
         root = page.locator(".qkv-explorable.qkv-x-align")
         assert root.count() == 1
         root.locator(".qkv-w-live").wait_for()
@@ -56,8 +54,8 @@ def shown_weights(root) -> dict[str, list[str]]:
     }
 
 
-def test_driven_by_the_keyboard_the_shown_weights_are_the_data(open_page):
-    page, root, data = open_page("en")
+def test_driven_by_the_keyboard_the_shown_weights_are_the_data(open_explorer):
+    page, root, data = open_explorer("en")
     select = root.locator("select")
     select.focus()
     page.keyboard.press("ArrowDown")  # the second sentence
@@ -93,8 +91,8 @@ def test_driven_by_the_keyboard_the_shown_weights_are_the_data(open_page):
     assert page.errors == []
 
 
-def test_the_french_page_speaks_french_with_decimal_commas(open_page):
-    page, root, data = open_page("fr")
+def test_the_french_page_speaks_french_with_decimal_commas(open_explorer):
+    page, root, data = open_explorer("fr")
     labels = AlignmentExplorer.LABELS["fr"]
     assert root.locator(".qkv-x-title").text_content() == labels["title"]
     assert root.get_by_text(labels["hint"]).is_visible()
@@ -111,8 +109,8 @@ def test_the_french_page_speaks_french_with_decimal_commas(open_page):
     assert page.errors == []
 
 
-def test_a_long_sentence_on_a_narrow_screen_stays_inside(open_page):
-    page, root, data = open_page("en", width=360)
+def test_a_long_sentence_on_a_narrow_screen_stays_inside(open_explorer):
+    page, root, data = open_explorer("en", width=360)
     lengths = [len(" ".join(s["french"])) for s in data["sentences"]]
     longest = max(range(len(lengths)), key=lengths.__getitem__)
     root.locator("select").select_option(str(longest))

@@ -19,7 +19,7 @@ import re
 import pytest
 import torch
 
-from bookbuild.tools.browser import wait_for_math
+from bookbuild.tools.browser import open_page, wait_for_math
 from qkv.page.explorables.cls_view import ClsView
 
 pytestmark = [pytest.mark.book, pytest.mark.browser]
@@ -37,12 +37,9 @@ def open_view(site, browser):
     contexts = []
 
     def open_(lang: str = "en", width: int = 1280):
-        context = browser.new_context(viewport={"width": width, "height": 900})
+        url = f"{site}/{PREFIX[lang]}{CHAPTER}"
+        context, page = open_page(browser, url, width=width, console=False)
         contexts.append(context)
-        page = context.new_page()
-        page.errors = []
-        page.on("pageerror", lambda error: page.errors.append(str(error)))
-        page.goto(f"{site}/{PREFIX[lang]}{CHAPTER}", wait_until="load")
         wait_for_math(page)
         root = page.locator(".qkv-explorable.qkv-x-cls")
         assert root.count() == 1

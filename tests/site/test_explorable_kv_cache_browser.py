@@ -14,7 +14,7 @@ import json
 import pytest
 
 import qkv
-from bookbuild.tools.browser import wait_for_math
+from bookbuild.tools.browser import open_page, wait_for_math
 from qkv.cost import kv_cache_bytes
 from qkv.page.explorables.kv_cache import KVCacheCalculator
 from qkv.page.glue import human_bytes
@@ -35,18 +35,8 @@ def calculator(site, browser):
     contexts = []
 
     def open_(lang: str = "en"):
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        context, page = open_page(browser, f"{site}/{PAGE[lang]}")
         contexts.append(context)
-        page = context.new_page()
-        page.errors = []
-        page.on("pageerror", lambda error: page.errors.append(str(error)))
-        page.on(
-            "console",
-            lambda message: (
-                page.errors.append(message.text) if message.type == "error" else None
-            ),
-        )
-        page.goto(f"{site}/{PAGE[lang]}", wait_until="load")
         wait_for_math(page)
         root = page.locator(".qkv-explorable.qkv-x-kv")
         assert root.count() == 1

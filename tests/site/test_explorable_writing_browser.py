@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 import pytest
 import torch
 
+from bookbuild.tools.browser import open_page
 from qkv.experiments.writer import Writer, generate
 from qkv.page.explorables import write_live
 from qkv.page.explorables.writing import WriteLive
@@ -53,32 +54,24 @@ def standalone(folder, widget: WriteLive | str, lang: str = "en") -> str:
     return page.as_uri()
 
 
-def open_page(browser, url: str, width: int = 1000):
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    page = context.new_page()
-    page.errors = []
-    page.on("pageerror", lambda error: page.errors.append(str(error)))
-    page.on(
-        "console",
-        lambda m: (
-            page.errors.append(m.text)
-            if m.type == "error" and "Failed to load resource" not in m.text
-            else None
-        ),
+def open_writer(browser, url: str, width: int = 1000):
+    def listen(page) -> None:
+        # a resource that fails to load, but the browser's own guess of a favicon
+        page.on(
+            "response",
+            lambda r: (
+                page.errors.append(f"{r.status} {r.url}")
+                if r.status >= 400 and not r.url.endswith("/favicon.ico")
+                else None
+            ),
+        )
+        # nothing from outside: every request is the page itself
+        page.requests = []
+        page.on("request", lambda request: page.requests.append(request.url))
+
+    context, page = open_page(
+        browser, url, width=width, ignore="Failed to load resource", before=listen
     )
-    # a resource that fails to load, but the browser's own guess of a favicon
-    page.on(
-        "response",
-        lambda r: (
-            page.errors.append(f"{r.status} {r.url}")
-            if r.status >= 400 and not r.url.endswith("/favicon.ico")
-            else None
-        ),
-    )
-    # nothing from outside: every request is the page itself
-    page.requests = []
-    page.on("request", lambda request: page.requests.append(request.url))
-    page.goto(url, wait_until="load")
     root = page.locator(".qkv-explorable.qkv-x-write")
     assert root.count() == 1
     root.locator(".qkv-w-live").wait_for()
@@ -116,7 +109,7 @@ def check_write_live(browser, url: str) -> dict:
     published probabilities are the softmax of the page's logits; the head's
     attention sums to 1 over the text; labels in the page's language; no request
     outside the page; no error. Returns what it read, for more checks."""
-    context, page, root = open_page(browser, url)
+    context, page, root = open_writer(browser, url)
     try:
         data = json.loads(root.locator(".qkv-w-data").text_content())
         for text, expected in zip(
@@ -198,7 +191,7 @@ def test_the_core_checks_pass_on_a_standalone_page(browser, pages, lang):
 
 
 def test_the_logits_and_what_the_page_shows_equal_pytorch(browser, pages, widget):
-    context, page, root = open_page(browser, pages["en"])
+    context, page, root = open_writer(browser, pages["en"])
     try:
         for text in TESTS:
             torch.testing.assert_close(
@@ -239,7 +232,7 @@ def test_the_logits_and_what_the_page_shows_equal_pytorch(browser, pages, widget
 
 
 def test_greedy_in_the_page_is_generate_token_for_token(browser, pages, widget):
-    context, page, root = open_page(browser, pages["en"])
+    context, page, root = open_writer(browser, pages["en"])
     try:
         root.get_by_label("Temperature (0 = greedy)").fill("0")
         root.get_by_label("Tokens to write").fill("20")
@@ -260,7 +253,7 @@ def test_greedy_in_the_page_is_generate_token_for_token(browser, pages, widget):
 
 
 def test_a_seed_replays_the_sample_as_python_draws_it(browser, pages, widget):
-    context, page, root = open_page(browser, pages["en"])
+    context, page, root = open_writer(browser, pages["en"])
     try:
         root.get_by_label("Temperature (0 = greedy)").fill("1.5")
         root.get_by_label("Top-k").fill("7")
@@ -281,7 +274,7 @@ def test_a_seed_replays_the_sample_as_python_draws_it(browser, pages, widget):
 
 
 def test_unknown_characters_are_skipped_and_said_and_max_len_stops(browser, pages):
-    context, page, root = open_page(browser, pages["fr"])
+    context, page, root = open_writer(browser, pages["fr"])
     try:
         root.locator("input.qkv-x-prompt").fill("ab€c😀")
         note = WriteLive.LABELS["fr"]["skipped"].split("{")[0]
@@ -321,7 +314,7 @@ def test_unknown_characters_are_skipped_and_said_and_max_len_stops(browser, page
 
 
 def test_a_long_prompt_wraps_inside_the_widget(browser, pages):
-    context, page, root = open_page(browser, pages["en"], width=400)
+    context, page, root = open_writer(browser, pages["en"], width=400)
     try:
         root.locator("input.qkv-x-prompt").fill("x" * 40)
         root.get_by_label("Tokens to write").fill("30")

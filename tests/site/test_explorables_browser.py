@@ -19,7 +19,7 @@ import pytest
 import torch
 
 import qkv
-from bookbuild.tools.browser import wait_for_math
+from bookbuild.tools.browser import open_page, wait_for_math
 from qkv.page.explorables._base import SHARED_LABELS
 from qkv.page.explorables.masking import MaskEditor
 
@@ -45,18 +45,9 @@ def open_explorable(site, browser):
     contexts = []
 
     def open_(kind: str, lang: str = "en"):
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        url = f"{site}/{PREFIX[lang]}{CHAPTERS[kind]}"
+        context, page = open_page(browser, url)
         contexts.append(context)
-        page = context.new_page()
-        page.errors = []
-        page.on("pageerror", lambda error: page.errors.append(str(error)))
-        page.on(
-            "console",
-            lambda message: (
-                page.errors.append(message.text) if message.type == "error" else None
-            ),
-        )
-        page.goto(f"{site}/{PREFIX[lang]}{CHAPTERS[kind]}", wait_until="load")
         wait_for_math(page)
         root = page.locator(f".qkv-explorable.{kind}")
         assert root.count() == 1

@@ -73,6 +73,38 @@ MATH_TYPESET = (
 )
 
 
+def open_page(
+    browser,
+    url: str,
+    *,
+    width: int = 1280,
+    console: bool = True,
+    ignore: str = "",
+    before=None,
+    **options,
+):
+    """A fresh context and page, loaded from ``url``: the page's script errors,
+    and its console errors unless ``console`` is False (those that contain
+    ``ignore``, when given, left out), collected in ``page.errors``.
+    ``before(page)``, if given, runs before the page loads (to listen to its
+    requests). Returns ``(context, page)``; ``options`` go to the context."""
+    context = browser.new_context(viewport={"width": width, "height": 900}, **options)
+    page = context.new_page()
+    page.errors = []
+    page.on("pageerror", lambda error: page.errors.append(f"page error: {error}"))
+
+    def on_console(message) -> None:
+        if message.type == "error" and not (ignore and ignore in message.text):
+            page.errors.append(message.text)
+
+    if console:
+        page.on("console", on_console)
+    if before is not None:
+        before(page)
+    page.goto(url, wait_until="load")
+    return context, page
+
+
 def wait_for_math(page) -> None:
     """Wait until MathJax (if the page has it) has typeset, and the page is idle."""
     page.wait_for_function(MATH_STARTED, timeout=30_000)
