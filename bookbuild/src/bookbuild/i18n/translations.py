@@ -149,20 +149,17 @@ def translate_message(root: Path, language: str, page: str, text: str) -> str:
 
 # -- a chapter's Markdown, translated (for the notebooks) ----------------------------
 
-# What may stand before a message on its first line: indentation, then a heading,
-# list or quote marker, a directive's name, an option, a footnote label, a
-# definition's colon, or a table cell's bar.
-_BEFORE = (
-    r"^([ \t]*(?:#{1,6}[ \t]+|[-*+][ \t]+|\d+[.)][ \t]+|>[ \t]*"
+#: What may stand before a message on its first line, between the line's start
+#: and the message's first word: indentation, then a heading, list or quote
+#: marker, a directive's name, an option, a footnote label, a definition's
+#: colon, or a table cell's bar.
+_PREFIX = re.compile(
+    r"[ \t]*(?:#{1,6}[ \t]+|[-*+][ \t]+|\d+[.)][ \t]+|>[ \t]*"
     r"|(?:`{3,}|:{3,})\{[\w:-]+\}[ \t]+|:[\w-]+:[ \t]+|\[\^[^\]]+\]:[ \t]*"
-    r"|:[ \t]+|(?:[^\n|]*\|)+[ \t]*)?)"
+    r"|:[ \t]+|(?:[^\n|]*\|)+[ \t]*)?"
 )
-_AFTER = r"(?=[ \t]*(?:\||$))"
-
-
-#: What may stand before a message on its line, between the line's start and
-#: the message's first word (the group of :data:`_BEFORE`).
-_PREFIX = re.compile(_BEFORE[2:-1])
+#: What may follow a message on its last line: spaces, then a table cell's bar
+#: or the end of the line.
 _END = re.compile(r"[ \t]*(?:\||\n|\Z)")
 _SPACE = re.compile(r"\s+")
 
@@ -185,7 +182,7 @@ def _squeezed(text: str) -> tuple[str, list[int]]:
 def _message_spans(text: str, squeezed: str, where: list[int], msgid: str):
     """The places ``(start, end)`` in ``text`` where ``msgid`` (its words, white
     space between them, any) stands whole: from the start of a line (after
-    what :data:`_BEFORE` allows) to the end of one (or a table cell's bar)."""
+    what :data:`_PREFIX` allows) to the end of one (or a table cell's bar)."""
     at = squeezed.find(msgid)
     while at >= 0:
         start = where[at]
