@@ -131,7 +131,7 @@ def run_chapter(folder, manager=WarmKernelManager):
     notebook.metadata["kernelspec"] = {"name": "python3", "language": "python"}
     notebook.cells = [nbformat.v4.new_code_cell("print(6 * 7)")]
     chapter = SimpleNamespace(uri=str(folder / "chapter.md"), nb=notebook)
-    _, result = execute(chapter, {"timeout": 120}, manager)
+    ((_, result),) = execute([chapter], {"timeout": 120}, manager)
     return result
 
 
@@ -186,3 +186,97 @@ def test_a_forked_kernel_that_fails_to_start_is_replaced_by_an_ordinary_one(
     ]
     assert len(notice) == 1 and "chapter" in notice[0], notice
     assert not kernels.enabled()
+
+
+# One kernel runs a chapter's languages (bookbuild.execute.fresh_state): the
+# second run must see what a fresh kernel has, whatever the first one changed.
+
+POLLUTE = """\
+import os, warnings
+import matplotlib as mpl
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+import qkv
+from qkv.page.widgets import Widget
+leftover = 1
+torch.set_printoptions(precision=1)
+np.set_printoptions(precision=1)
+torch.set_default_dtype(torch.float64)
+torch.set_grad_enabled(False)
+mpl.rcParams["lines.linewidth"] = 9.0
+qkv.set_language("fr")
+os.environ["QKV_TEST_LEFTOVER"] = "1"
+os.chdir("/")
+warnings.warn("once per place")
+fig = plt.figure()
+plt.close(fig)
+"""
+
+FRESH_CHECK = """\
+import json, os, warnings
+import matplotlib as mpl
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+import qkv
+warnings.warn("once per place")
+print(json.dumps({
+    "leftover": "leftover" in globals(),
+    "torch": str(torch.tensor([0.123456])),
+    "numpy": str(np.array([0.123456])),
+    "dtype": str(torch.get_default_dtype()),
+    "grad": torch.is_grad_enabled(),
+    "linewidth": mpl.rcParams["lines.linewidth"],
+    "language": qkv.get_language(),
+    "environ": os.environ.get("QKV_TEST_LEFTOVER"),
+    "cwd": os.getcwd(),
+}))
+fig, ax = plt.subplots()
+ax.plot([0, 1], [1, 0])
+"""
+
+
+def two_runs(folder) -> list:
+    """The polluting chapter, then the checking one, as the prefill runs a
+    chapter's two languages: in one kernel."""
+    from types import SimpleNamespace
+
+    from bookbuild.execute.prefill import execute
+
+    runs = []
+    for code in (POLLUTE, FRESH_CHECK):
+        notebook = nbformat.v4.new_notebook()
+        notebook.metadata["kernelspec"] = {"name": "python3", "language": "python"}
+        notebook.cells = [nbformat.v4.new_code_cell(code)]
+        runs.append(SimpleNamespace(uri=str(folder / "chapter.md"), nb=notebook))
+    return execute(runs, {"timeout": 120})
+
+
+def test_the_second_run_in_a_kernel_sees_a_fresh_kernel(tmp_path, warm_on):
+    forked = WarmKernelManager.launches["forked"]
+    (_, first), (_, second) = two_runs(tmp_path)
+    assert first.err is None, first.exc_string
+    assert second.err is None, second.exc_string
+    assert WarmKernelManager.launches["forked"] == forked + 1  # one kernel
+    cell = second.nb.cells[0]
+    streams = {"stdout": "", "stderr": ""}
+    for out in cell.outputs:
+        if out.output_type == "stream":
+            streams[out.name] += out.text
+    seen = json.loads(streams["stdout"])
+    assert seen == {
+        "leftover": False,
+        "torch": "tensor([0.1235])",
+        "numpy": "[0.123456]",
+        "dtype": "torch.float32",
+        "grad": True,
+        "linewidth": 1.5,
+        "language": "en",
+        "environ": None,
+        "cwd": str(tmp_path),
+    }
+    assert "once per place" in streams["stderr"]  # the warning is shown again
+    assert cell.execution_count == 1  # counts start again
+    mime_types = [kind for out in cell.outputs for kind in out.get("data", {})]
+    assert "image/png" in mime_types  # figures still shown at the cell's end

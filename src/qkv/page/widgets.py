@@ -44,10 +44,19 @@ __all__ = [
     "figure_png",
     "isolated",
     "json_for_script",
+    "restart_numbering",
     "static_text",
 ]
 
 _counter = itertools.count()
+
+
+def restart_numbering() -> None:
+    """Number the next widgets from 0 again, as in a new kernel (for a build
+    that runs several pages in one kernel: ``bookbuild.execute.fresh_state``)."""
+    global _counter
+    _counter = itertools.count()
+
 
 #: Where the widgets' stylesheets and scripts are: files of this package.
 STATIC = "static"

@@ -68,6 +68,8 @@ INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 # waits for this list to be imported.
 PRELOAD = [
     "ipykernel.kernelapp",
+    # imported by every kernel as it starts (debugpy: 0.1 s of CPU each)
+    "ipykernel.debugger",
     "IPython",
     "numpy",
     "torch",
@@ -80,6 +82,14 @@ PRELOAD = [
     "matplotlib.backends.backend_agg",
     "qkv",
 ]
+
+#: What the warm process imports ``PRELOAD`` with: matplotlib's backend, as in a
+#: kernel; debugpy's check of frozen modules off (a kernel's spec turns them
+#: off, the warm process cannot: the check would print a note at the import).
+WARM_ENVIRONMENT = {
+    "MPLBACKEND": INLINE_BACKEND,
+    "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+}
 
 #: The longest socket path the system allows, less room for the port suffix.
 _MAX_SOCKET_PATH = 100
@@ -140,8 +150,8 @@ def warm_context() -> multiprocessing.context.ForkServerContext:
         if _context is None:
             context = multiprocessing.get_context("forkserver")
             context.set_forkserver_preload([*PRELOAD, __name__])
-            saved = os.environ.get("MPLBACKEND")
-            os.environ["MPLBACKEND"] = INLINE_BACKEND
+            saved = {name: os.environ.get(name) for name in WARM_ENVIRONMENT}
+            os.environ.update(WARM_ENVIRONMENT)
             # The server inherits the mask: a Ctrl-C for the build never
             # interrupts it (its kernels unblock SIGINT, _run_kernel).
             blocked = _block_sigint()
@@ -150,10 +160,11 @@ def warm_context() -> multiprocessing.context.ForkServerContext:
                 forkserver.ensure_running()
             finally:
                 _restore_mask(blocked)
-                if saved is None:
-                    del os.environ["MPLBACKEND"]
-                else:
-                    os.environ["MPLBACKEND"] = saved
+                for name, value in saved.items():
+                    if value is None:
+                        del os.environ[name]
+                    else:
+                        os.environ[name] = value
             _context = context
         return _context
 
@@ -218,7 +229,7 @@ def _run_kernel(argv: list[str], cwd: str | None, env: dict[str, str]) -> None:
     if cwd:
         os.chdir(cwd)
     sys.argv = ["ipykernel_launcher", *argv]
-    _reseed()
+    reseed()
     from ipykernel import kernelapp
 
     # Exit with the forkserver (it exits with the executor), like a kernel
@@ -228,12 +239,16 @@ def _run_kernel(argv: list[str], cwd: str | None, env: dict[str, str]) -> None:
     )
 
 
-def _reseed() -> None:
-    """Fresh random states, as a new process has (Python's ``random`` reseeds
-    itself after a fork; torch and NumPy would repeat the server's state)."""
+def reseed() -> None:
+    """Fresh random states, as a new process has (torch and NumPy would repeat
+    the server's state after a fork; also called between two chapters run in
+    one kernel: :mod:`bookbuild.execute.fresh_state`)."""
+    import random
+
     import numpy as np
     import torch
 
+    random.seed()
     torch.seed()
     np.random.seed()
 

@@ -9,9 +9,13 @@ Answer: ``make book`` first runs this module. It registers every chapter of
 ``_toc.yml`` in the same jupyter-cache folder that ``bookbuild.execute.cache`` gives
 Sphinx, reading them with myst-nb's own reader (so the cache keys match), and
 executes the ones not cached yet, one kernel per core at a time, longest chapters
-first (by the last run's times; on a cold build, by the size of their source).
-Kernels are forked from a process that has imported torch already
-(``bookbuild.execute.kernels``), and each gets one torch thread
+first (by the last run's times, kept with the trained results in
+``_build/results``; on a first build, by the size of their source). A chapter's
+languages run one after the other in one kernel (English, then its translations,
+each as if in a fresh kernel: :mod:`bookbuild.execute.fresh_state`): the second
+does not pay again for the kernel's start, the libraries the chapter imports and
+its data loaded. Kernels are forked from a process that has imported torch
+already (``bookbuild.execute.kernels``), and each gets one torch thread
 (``OMP_NUM_THREADS=1``), so kernels do not fight over the cores. Sphinx then finds
 every chapter in the cache.
 A chapter that fails here is not cached, and the build stops after the prefill
@@ -100,53 +104,76 @@ def dependency_paths(config: dict) -> list[str]:
     return list(sphinx_config.get("dependency_cache_paths", DEFAULT_PATHS))
 
 
-def execute(project_nb, execution: dict, manager=WarmKernelManager):
-    """Run one chapter in its folder, in a warm kernel, with the ``execute:``
-    settings of ``_config.yml`` (as Sphinx would); never raises.
+def execute(runs: list, execution: dict, manager=WarmKernelManager) -> list:
+    """Run one chapter's runs (its English notebook, then each translation's,
+    those not cached) one after the other in one warm kernel, in the chapter's
+    folder, with the ``execute:`` settings of ``_config.yml`` (as Sphinx would),
+    each as if in a fresh kernel (:mod:`bookbuild.execute.fresh_state`); never
+    raises. One ``(project_nb, ExecutionResult)`` per run, in order.
 
     If the kernel could not start or died (not a failing cell: that is the
-    chapter's own error), the chapter runs again in an ordinary kernel, and
-    warm kernels are given up for the rest of the build.
+    chapter's own error), the runs it did not finish run again in an ordinary
+    kernel, and warm kernels are given up for the rest of the build.
     """
     from jupyter_cache.executors.utils import ExecutionResult
-    from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
-    cwd = str(source_path(project_nb.uri).parent)  # a translation's too
-    notebook = project_nb.nb  # executed in place (a retry clears each output)
+    cwd = str(source_path(runs[0].uri).parent)  # a translation's too
+
+    def finished() -> list:  # the runs that ended, with their outcomes
+        ended = runs[: len(outcomes)]
+        return [
+            (run, ExecutionResult(run.nb, cwd, *outcome))
+            for run, outcome in zip(ended, outcomes, strict=True)
+        ]
+
+    def not_run(error, trace="", seconds=0.0) -> list:  # the others
+        return [
+            (run, ExecutionResult(run.nb, cwd, seconds, error, trace))
+            for run in runs[len(outcomes) :]
+        ]
+
+    outcomes: list = []
+    if kernels.stopping():  # Ctrl-C before this chapter's turn
+        return not_run(Interrupted("not started"))
+    # Each notebook is executed in place (a retry clears each output).
     client = client_class()(
-        notebook,
+        runs[0].nb,
         timeout=execution.get("timeout", 30),
         allow_errors=execution.get("allow_errors", False),
         kernel_manager_class=manager,
         resources={"metadata": {"path": cwd}},
         record_timing=False,  # cell metadata is part of the cache key
     )
-    start, error, trace = time.perf_counter(), None, None
-    if kernels.stopping():  # Ctrl-C before this chapter's turn
-        error = Interrupted("not started")
-        return project_nb, ExecutionResult(notebook, cwd, 0.0, error, "")
+    start = time.perf_counter()
     try:
-        client.execute()
-    except (CellExecutionError, CellTimeoutError) as cell_error:
-        error, trace = cell_error, traceback.format_exc()  # the chapter's own
-        error.failed_cell = client.failed_cell  # where (failure_report)
-        error.failed_line = client.failed_line
+        client.execute_all([run.nb for run in runs], outcomes)
     except Exception as kernel_error:  # a kernel that did not start, or died
         # nbclient leaves its clean-up registered when a kernel fails to start.
         atexit.unregister(client._cleanup_kernel)
+        done = finished()
+        elapsed = time.perf_counter() - start - sum(o[0] for o in outcomes)
         if kernels.stopping():  # killed by stop_all (Ctrl-C): not a failure
-            error = Interrupted(f"{type(kernel_error).__name__}: {kernel_error}")
-            elapsed = time.perf_counter() - start
-            return project_nb, ExecutionResult(notebook, cwd, elapsed, error, "")
+            why = Interrupted(f"{type(kernel_error).__name__}: {kernel_error}")
+            return done + not_run(why, seconds=elapsed)
         if issubclass(manager, WarmKernelManager) and kernels.enabled():
             kernels.fall_back(
-                f"a forked kernel failed in {Path(project_nb.uri).stem}: "
+                f"a forked kernel failed in {Path(runs[len(done)].uri).stem}: "
                 f"{type(kernel_error).__name__}: {kernel_error}"
             )
-            return execute(project_nb, execution)  # now in an ordinary kernel
-        error, trace = kernel_error, traceback.format_exc()
-    result = ExecutionResult(notebook, cwd, time.perf_counter() - start, error, trace)
-    return project_nb, result
+            # now in an ordinary kernel
+            return done + execute(runs[len(done) :], execution)
+        return done + not_run(kernel_error, traceback.format_exc(), elapsed)
+    return finished() + not_run(Interrupted("not started"))  # Ctrl-C between runs
+
+
+#: Run silently in a kernel that will execute several runs: before the first,
+#: and between two (:mod:`bookbuild.execute.fresh_state`).
+REMEMBER_FRESH = (
+    "__import__('bookbuild.execute.fresh_state').execute.fresh_state.remember()"
+)
+RESTORE_FRESH = (
+    "__import__('bookbuild.execute.fresh_state').execute.fresh_state.restore()"
+)
 
 
 #: Asked of a kernel whose cell just failed: the (file, line) of each frame of
@@ -165,12 +192,55 @@ def client_class():
     """nbclient's ``NotebookClient`` that remembers which cell failed and,
     before the kernel is shut down, asks it on which line of that cell (the
     book's kernels show the error alone, no traceback: kernel_config)."""
+    from jupyter_core.utils import ensure_async, run_sync
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
     class Client(NotebookClient):
         failed_cell: int | None = None
         failed_line: int | None = None
+
+        async def async_execute_all(self, notebooks: list, outcomes: list) -> None:
+            """Execute ``notebooks`` one after the other in one kernel, each
+            as if in a fresh one; append ``(seconds, error, traceback)`` to
+            ``outcomes`` as each ends (a failing cell is its notebook's error;
+            a kernel that dies raises, as ``execute`` does)."""
+            start = time.perf_counter()
+            async with self.async_setup_kernel():
+                for number, notebook in enumerate(notebooks):
+                    if kernels.stopping():
+                        return
+                    if len(notebooks) > 1:
+                        code = RESTORE_FRESH if number else REMEMBER_FRESH
+                        await self.run_silently(code)
+                    self.nb = notebook
+                    self.reset_execution_trackers()
+                    self.failed_cell = self.failed_line = None
+                    error = trace = None
+                    try:
+                        await self.async_execute_notebook()
+                    except (CellExecutionError, CellTimeoutError) as cell_error:
+                        error, trace = cell_error, traceback.format_exc()
+                        error.failed_cell = self.failed_cell  # failure_report
+                        error.failed_line = self.failed_line
+                    end = time.perf_counter()
+                    outcomes.append((end - start, error, trace))
+                    start = end
+
+        execute_all = run_sync(async_execute_all)
+
+        async def async_execute_notebook(self) -> None:
+            """What ``NotebookClient.async_execute`` does in its kernel."""
+            reply = await self.async_wait_for_reply(
+                await ensure_async(self.kc.kernel_info())
+            )
+            if reply is not None:
+                self.nb.metadata["language_info"] = reply["content"]["language_info"]
+            for index, cell in enumerate(self.nb.cells):
+                await self.async_execute_cell(
+                    cell, index, execution_count=self.code_cells_executed + 1
+                )
+            self.set_widgets_metadata()
 
         async def async_execute_cell(self, cell, cell_index, *args, **kwargs):
             try:
@@ -202,6 +272,18 @@ def client_class():
                 return None
             cell_file = frames[0][0]
             return [line for name, line in frames if name == cell_file][-1]
+
+        async def run_silently(self, code: str) -> None:
+            """Run ``code`` in the kernel, outside any notebook; raise if it fails."""
+            reply = await self.async_wait_for_reply(
+                self.kc.execute(code, silent=True, store_history=False)
+            )
+            content = (reply or {}).get("content", {})
+            if content.get("status") != "ok":
+                raise RuntimeError(
+                    f"{code} failed in the kernel: "
+                    f"{content.get('ename')}: {content.get('evalue')}"
+                )
 
     return Client
 
@@ -369,6 +451,12 @@ def main(root: Path) -> int:
         return INTERRUPTED
 
 
+def runtimes_path(root: Path) -> Path:
+    """Where the prefill keeps each run's last execution time (seconds by
+    :func:`run_name`): beside the chapters' trained results (``QKV_RESULTS``)."""
+    return root / "_build" / "results" / "runtimes.json"
+
+
 def _prefill(root: Path) -> int:
     os.environ["OMP_NUM_THREADS"] = "1"  # one torch thread per kernel
     os.environ.pop("MPLBACKEND", None)  # a headless backend would hide figures
@@ -397,53 +485,57 @@ def _prefill(root: Path) -> int:
         print(f"prefill: all chapters cached ({time.perf_counter() - start:.1f} s)")
         return 0
     kernels.start_warm_process()
+    # One task per chapter: its English run, then its translations' (those not
+    # cached), in one kernel (execute). Their trained results and measurements
+    # are the English run's (qkv's `remembered`), read, not redone.
     # Longest chapters first (times of the previous run; a chapter never run
     # first of all), one chapter per task: the two cores then finish at about
-    # the same time. Without times (a cold build), the longest sources first:
-    # the chapters that train models are the long ones.
-    runtimes_file = root / "_build" / ".jupyter_cache" / "runtimes.json"
+    # the same time. The times are kept with the trained results, which a
+    # build that starts again from an empty execution cache keeps too; without
+    # them (a first build), the longest sources first.
+    runtimes_file = runtimes_path(root)
     runtimes = json.loads(runtimes_file.read_text()) if runtimes_file.exists() else {}
+    # Threads only wait on their kernels; the cache database is used from here.
+    chapters: dict[Path, list] = {}
+    for run in [cache.get_project_notebook(record.pk) for record in todo]:
+        chapters.setdefault(source_path(run.uri), []).append(run)
+    for run in translated:  # in the order of their languages
+        chapters.setdefault(source_path(run.uri), []).append(run)
 
-    def longest_first(uri: str) -> tuple[float, int]:
-        seconds = runtimes.get(run_name(root, uri), float("inf"))
-        return (-seconds, -Path(uri).stat().st_size)
+    def longest_first(source: Path) -> tuple[float, int]:
+        names = [run_name(root, run.uri) for run in chapters[source]]
+        seconds = sum(runtimes.get(name, float("inf")) for name in names)
+        return (-seconds, -source.stat().st_size)
 
-    todo.sort(key=lambda r: longest_first(r.uri))
-    # The translations after every English chapter: their trained results and
-    # measurements are the English ones' (qkv's `remembered`), read, not redone.
-    translated.sort(key=lambda nb: longest_first(nb.uri))
-    names = ", ".join(
-        [Path(record.uri).stem for record in todo]
-        + [run_name(root, nb.uri) for nb in translated]
-    )
-    count = len(todo) + len(translated)
+    tasks = [chapters[source] for source in sorted(chapters, key=longest_first)]
+    count = sum(len(task) for task in tasks)
+    names = ", ".join(run_name(root, run.uri) for task in tasks for run in task)
     print(f"prefill: executing {count} chapter(s) in parallel: {names}", flush=True)
     NbProjectRecord.remove_tracebacks([r.pk for r in todo], cache.db)
-    # Threads only wait on their kernels; the cache database is used from here.
-    notebooks = [cache.get_project_notebook(record.pk) for record in todo]
-    notebooks += translated
     outcomes = []
     execution = config.get("execute") or {}
     # Ctrl-C from here on only sets `interrupted`: the main thread, which alone
     # writes the cache, sees it between two waits and stops the kernels.
     interrupted = threading.Event()
     previous = _on_sigint(lambda *_: interrupted.set())
-    pool = ThreadPoolExecutor(min(os.cpu_count() or 1, len(notebooks)))
+    pool = ThreadPoolExecutor(min(os.cpu_count() or 1, len(tasks)))
     try:
-        pending = {pool.submit(execute, nb, execution) for nb in notebooks}
+        pending = {pool.submit(execute, task, execution) for task in tasks}
         while pending and not interrupted.is_set():
             finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-            for run in finished:
-                project_nb, result = run.result()
-                outcomes.append(
-                    (store(cache, project_nb, result, root), project_nb.uri)
-                )
-                status = "failed" if result.err is not None else f"{result.time:.1f} s"
-                print(
-                    f"prefill: [{len(outcomes)}/{len(notebooks)}] "
-                    f"{run_name(root, project_nb.uri)} ({status})",
-                    flush=True,
-                )
+            for done in finished:
+                for project_nb, result in done.result():
+                    outcomes.append(
+                        (store(cache, project_nb, result, root), project_nb.uri)
+                    )
+                    status = (
+                        "failed" if result.err is not None else f"{result.time:.1f} s"
+                    )
+                    print(
+                        f"prefill: [{len(outcomes)}/{count}] "
+                        f"{run_name(root, project_nb.uri)} ({status})",
+                        flush=True,
+                    )
         if interrupted.is_set():
             kernels.stop_all()  # the running chapters' threads see it and return
             pool.shutdown(wait=False, cancel_futures=True)
@@ -461,6 +553,7 @@ def _prefill(root: Path) -> int:
     for record in cache.list_cache_records():
         if record.data.get("execution_seconds") is not None:
             runtimes[run_name(root, record.uri)] = record.data["execution_seconds"]
+    runtimes_file.parent.mkdir(parents=True, exist_ok=True)
     runtimes_file.write_text(json.dumps(runtimes, indent=1, sort_keys=True))
     print(
         f"prefill: {len(outcomes) - len(failed)} executed, {len(failed)} failed "

@@ -20,6 +20,8 @@ import sys
 import time
 from pathlib import Path
 
+from bookbuild.execute.prefill import runtimes_path
+
 ROOT = Path(".").resolve()  # run from the book's folder, as the Makefile does
 TARGETS = {"cold": 60.0, "nothing changed": 5.0, "prose edited": 10.0}
 
@@ -93,7 +95,7 @@ def main() -> int:
     if {r[0]: r[2] for r in results}["src/qkv edited"] != n_chapters:
         print("an edit to src/qkv did not re-execute every chapter")
         ok = False
-    runtimes = json.loads((ROOT / "_build/.jupyter_cache/runtimes.json").read_text())
+    runtimes = json.loads(runtimes_path(ROOT).read_text())
     print("\nexecution time of each chapter (s, one torch thread, two at a time):")
     for name, seconds in sorted(runtimes.items(), key=lambda item: -item[1]):
         print(f"  {name:<24}{seconds:>6.1f}")
