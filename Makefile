@@ -111,10 +111,14 @@ $(STUDENT_BUILT): $(INSTALLED) $(BOOK_INPUTS)
 	@echo "student edition: _build/student/_build/html/index.html"
 	@mv $@.start $@
 
-# Chapters not yet in the execution cache run first, in parallel (one per core);
-# then Sphinx builds the site from the cache, strictly (jupyter-book build . -W
-# -n --keep-going), and, side by side with it, each translation (locales/) into
-# _build/html/<language>, from the same cache (bookbuild.i18n.translations site).
+# Chapters not yet in the execution cache run in parallel (one per core, a
+# chapter's languages in one kernel: bookbuild.execute.prefill); beside them,
+# Sphinx builds the site from the cache, strictly (jupyter-book build . -W -n
+# --keep-going), and, side by side with it, each translation (locales/) into
+# _build/html/<language>, from the same cache (bookbuild.i18n.translations site
+# --with-prefill): each build reads a page once its chapter is cached, so it
+# reads the first chapters while the last ones execute. A chapter that fails
+# stops the builds (each failure is reported once, where it failed).
 # Each build's whole log goes to _build/logs/build-<language>.log; what is printed
 # is a summary (time, pages written, warnings per language) and, for a build that
 # failed, its warning and error lines, the end of its log and the log's path.
@@ -126,8 +130,7 @@ $(STUDENT_BUILT): $(INSTALLED) $(BOOK_INPUTS)
 $(BUILT): $(INSTALLED) $(BOOK_INPUTS)
 	@mkdir -p $(@D) && touch $@.start
 	@$(CHECK_ENVIRONMENT)
-	@$(BIN)/python -P -m bookbuild.execute.prefill
-	@$(BIN)/python -m bookbuild.i18n.translations site --log-dir _build/logs
+	@$(BIN)/python -m bookbuild.i18n.translations site --log-dir _build/logs --with-prefill
 	@mv $@.start $@
 
 # For translators: the messages of every page extracted again, merged into

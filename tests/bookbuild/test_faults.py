@@ -111,17 +111,52 @@ def test_a_failing_cell_is_reported_once_where_it_failed_and_stops_the_build(
 
 
 def test_make_book_stops_when_the_prefill_fails():
-    """The Makefile runs the prefill as its own line, errors not ignored, before
-    the Sphinx builds, and moves the stamp only at the end: a failing chapter
-    is executed once, and `make book` does not believe the site is built."""
+    """The Makefile runs the prefill beside the Sphinx builds (``site
+    --with-prefill``) or as its own line before them (the student edition),
+    errors not ignored, and moves the stamp only at the end: `make book` does
+    not believe the site is built."""
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     for target in ("$(BUILT):", "$(STUDENT_BUILT):"):
         recipe = makefile.split(f"\n{target}", 1)[1].split("\n\n", 1)[0]
         lines = [line.strip() for line in recipe.splitlines()[1:]]
-        prefill = next(i for i, x in enumerate(lines) if "execute.prefill" in x)
         site = next(i for i, x in enumerate(lines) if "translations site" in x)
-        assert prefill < site and lines[prefill].startswith("@$(BIN)/python")
+        prefill = [i for i, x in enumerate(lines) if "execute.prefill" in x]
+        if target == "$(BUILT):":
+            assert not prefill and lines[site].endswith("--with-prefill"), lines
+        else:
+            assert prefill and prefill[0] < site, lines
+            assert lines[prefill[0]].startswith("@$(BIN)/python")
+        assert lines[site].startswith("@") and "$(BIN)/python -m" in lines[site]
         assert lines[-1] == "@mv $@.start $@", lines
+
+
+def test_a_failing_chapter_stops_the_builds_beside_the_prefill(small_book):
+    """As `make book` runs it: the failure reported once, by the prefill; the
+    builds waiting for the chapter stopped; nothing of theirs left in the site."""
+    import psutil
+
+    root = small_book({"index": "# Home\n\nHello.\n", "chapter": CHAPTER}, toc=TOC)
+    done = subprocess.run(
+        [sys.executable, "-m", "bookbuild.i18n.translations", "site"]
+        + ["--log-dir", str(root / "logs"), "--with-prefill"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    out = done.stdout
+    assert done.returncode == 1, out + done.stderr[-3000:]
+    assert out.count("AssertionError") == 1, out
+    assert "the build stops here: fix chapter" in out, out
+    assert "site: the prefill failed: the builds beside it were stopped" in out, out
+    assert not (root / "_build" / "html" / "chapter.html").exists()
+    assert not (root / "_build" / "html" / "fr" / "chapter.html").exists()
+    builds = [
+        p
+        for p in psutil.process_iter(["cmdline"])
+        if str(root) in " ".join(p.info["cmdline"] or [])
+    ]
+    assert not builds, builds
 
 
 def test_the_report_finds_the_cell_and_the_line_in_the_file(tmp_path):

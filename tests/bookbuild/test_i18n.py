@@ -486,8 +486,14 @@ class FakeProcess:
     """A build that prints a line, started by ``subprocess.Popen``."""
 
     started: list[str] = []
+    root_code = 0
 
-    def __init__(self, command, cwd, stdout, stderr, **options):
+    def __init__(self, command, cwd, stdout=None, stderr=None, **options):
+        if stdout is None:  # the root language's build: its log shows as it comes
+            assert FakeProcess.started == ["build"], "translations not started first"
+            print("the English site")
+            self.code = FakeProcess.root_code
+            return
         FakeProcess.started.append(command[-1])
         stdout.write("le site en français\n")
         self.code = 0 if "ok" in str(cwd) else 1
@@ -513,14 +519,8 @@ def test_site_builds_both_languages_side_by_side(
     """The translations start before the root language's build, their log is
     printed after it, and the site fails when either build fails."""
     FakeProcess.started = []
-
-    def root_build(command, cwd, **options):
-        assert FakeProcess.started == ["build"], "translations not started first"
-        print("the English site")
-        return root_code
-
+    FakeProcess.root_code = root_code
     monkeypatch.setattr(translations.subprocess, "Popen", FakeProcess)
-    monkeypatch.setattr(translations.subprocess, "call", root_build)
     assert translations.site(tmp_path / folder) == expected
     out = capsys.readouterr().out
     english, _, french = out.partition(translations.TRANSLATIONS_LOG)

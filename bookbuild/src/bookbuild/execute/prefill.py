@@ -17,7 +17,11 @@ does not pay again for the kernel's start, the libraries the chapter imports and
 its data loaded. Kernels are forked from a process that has imported torch
 already (``bookbuild.execute.kernels``), and each gets one torch thread
 (``OMP_NUM_THREADS=1``), so kernels do not fight over the cores. Sphinx then finds
-every chapter in the cache.
+every chapter in the cache. ``make book`` runs the Sphinx builds beside the
+prefill (:class:`Beside`): the prefill writes its order of the pages, and marks
+each page ready as its chapter is cached (a page with nothing to execute at
+once); the builds read the pages in that order, each once it is ready
+(``bookbuild.execute.cache``).
 A chapter that fails here is not cached, and the build stops after the prefill
 (exit code 1): each failing chapter is reported once, where it failed
 (:func:`failure_report`: the file, the code cell and its first line, the line
@@ -74,7 +78,15 @@ from pathlib import Path
 import yaml
 
 from bookbuild.execute import environment, kernel_config, kernels
-from bookbuild.execute.cache import DEFAULT_PATHS, cache_path, prune_caches
+from bookbuild.execute.cache import (
+    DEFAULT_PATHS,
+    ENDED,
+    ORDER,
+    READY_FOLDER,
+    cache_path,
+    prune_caches,
+    ready_marker,
+)
 from bookbuild.execute.kernels import WarmKernelManager
 from bookbuild.toc import is_notebook, pages
 
@@ -481,6 +493,12 @@ def _prefill(root: Path) -> int:
             cache.remove_nb_from_project(record.pk)
     todo = cache.list_unexecuted()
     translated = translated_notebooks(root, cache)
+    # For the Sphinx builds beside the prefill (Beside): every page with
+    # nothing to execute is ready now; the others as their chapter is cached.
+    to_run = {run_page(root, run.uri) for run in [*todo, *translated]}
+    for language, page in book_pages(root):
+        if (language, page) not in to_run:
+            mark_ready(language, page)
     if not todo and not translated:
         print(f"prefill: all chapters cached ({time.perf_counter() - start:.1f} s)")
         return 0
@@ -508,6 +526,10 @@ def _prefill(root: Path) -> int:
         return (-seconds, -source.stat().st_size)
 
     tasks = [chapters[source] for source in sorted(chapters, key=longest_first)]
+    folder = os.environ.get(READY_FOLDER)
+    if folder:  # the builds beside the prefill read the pages in this order
+        order = [run_page(root, task[0].uri)[1] for task in tasks]
+        Path(folder, ORDER).write_text("\n".join(order) + "\n", encoding="utf-8")
     count = sum(len(task) for task in tasks)
     names = ", ".join(run_name(root, run.uri) for task in tasks for run in task)
     print(f"prefill: executing {count} chapter(s) in parallel: {names}", flush=True)
@@ -525,9 +547,10 @@ def _prefill(root: Path) -> int:
             finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
             for done in finished:
                 for project_nb, result in done.result():
-                    outcomes.append(
-                        (store(cache, project_nb, result, root), project_nb.uri)
-                    )
+                    code = store(cache, project_nb, result, root)
+                    outcomes.append((code, project_nb.uri))
+                    if code == 0:
+                        mark_ready(*run_page(root, project_nb.uri))
                     status = (
                         "failed" if result.err is not None else f"{result.time:.1f} s"
                     )
@@ -591,6 +614,67 @@ def run_name(root: Path, uri: str) -> str:
     ``fr/masking`` for its French execution."""
     found = _translation(uri)
     return f"{found[0]}/{Path(uri).stem}" if found else Path(uri).stem
+
+
+def run_page(root: Path, uri: str) -> tuple[str, str]:
+    """``(language, page)`` of a run: ``("fr", "book/masking")``."""
+    from bookbuild.i18n.translations import languages
+
+    found = _translation(uri)
+    language = found[0] if found else next(iter(languages(root)))
+    page = source_path(uri).resolve().relative_to(root.resolve()).with_suffix("")
+    return language, page.as_posix()
+
+
+def book_pages(root: Path) -> list[tuple[str, str]]:
+    """Every ``(language, page)`` of the book's sites."""
+    from bookbuild.i18n.translations import languages
+
+    return [(language, page) for language in languages(root) for page in pages(root)]
+
+
+def mark_ready(language: str, page: str) -> None:
+    """Say that ``page`` can be read in ``language``, to the Sphinx builds
+    beside the prefill (``READY_FOLDER``; nothing when it is not set)."""
+    folder = os.environ.get(READY_FOLDER)
+    if folder:
+        marker = ready_marker(folder, language, page)
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+
+
+class Beside:
+    """The prefill in a process of its own, beside Sphinx builds that read each
+    page once its chapter is in the cache (``site --with-prefill``, as ``make
+    book`` runs it: the builds read the first chapters while the last ones
+    execute). Give the builds :attr:`environment`; :meth:`poll` until the
+    prefill ends: then :data:`ENDED` is marked if it ended well; if not, the
+    caller stops the builds (their pages would wait for a chapter that failed).
+    The prefill's lines go where this process's go."""
+
+    def __init__(self, root: Path) -> None:
+        import shutil
+        import subprocess
+
+        self.folder = Path(root) / "_build" / ".ready"
+        shutil.rmtree(self.folder, ignore_errors=True)  # an earlier build's
+        self.folder.mkdir(parents=True)
+        self.environment = {**os.environ, READY_FOLDER: str(self.folder)}
+        self.code: int | None = None
+        self.process = subprocess.Popen(
+            [sys.executable, "-P", "-m", "bookbuild.execute.prefill", str(root)],
+            cwd=root,
+            env=self.environment,
+            process_group=0,  # a Ctrl-C is for the caller to handle
+        )
+
+    def poll(self) -> int | None:
+        """The prefill's exit code once it ended, else None."""
+        if self.code is None and self.process.poll() is not None:
+            self.code = self.process.returncode
+            if self.code == 0:
+                (self.folder / ENDED).touch()
+        return self.code
 
 
 def source_path(uri: str) -> Path:

@@ -19,7 +19,11 @@
   ``DIR/build-<code>.log`` (the translations' in one, ``build-fr.log``), and
   what is printed is a summary: per language, the time, the pages written and
   the warnings; for a build that failed, its warning and error lines, the end
-  of its log and the log's path (:func:`summary`). Before anything, the
+  of its log and the log's path (:func:`summary`). With ``--with-prefill``
+  (``make book``), the prefill runs beside the builds
+  (:class:`bookbuild.execute.prefill.Beside`): each build reads a page once its
+  chapter is in the cache, and a chapter that fails stops them (the prefill
+  says where; what they wrote into the site is removed). Before anything, the
   environment is checked (:mod:`bookbuild.execute.environment`: Sphinx executes
   a chapter the cache lacks). Ctrl-C stops both builds and the kernels they
   started (:func:`stop_builds`), removes every file they had written into the
@@ -552,8 +556,11 @@ def build(root: Path, path_output: Path | None = None) -> int:
     return 0
 
 
-def site(root: Path, path_output: Path | None = None) -> int:
-    """The root language and every translation, built side by side (``site``)."""
+def site(
+    root: Path, path_output: Path | None = None, with_prefill: bool = False
+) -> int:
+    """The root language and every translation, built side by side (``site``);
+    ``with_prefill``: the prefill runs beside them (:func:`start_prefill`)."""
     import tempfile
 
     output = ["--path-output", str(path_output)] if path_output else []
@@ -561,22 +568,41 @@ def site(root: Path, path_output: Path | None = None) -> int:
     root_build = [str(jupyter_book), "build", str(root), "-W", "-n", "--keep-going"]
     others_build = [sys.executable, "-m", "bookbuild.i18n.translations", "build"]
     with tempfile.TemporaryFile("w+", encoding="utf-8") as log, StopOnCtrlC() as stop:
-        others = subprocess.Popen(
-            others_build + output,
-            cwd=root,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            process_group=0,  # a Ctrl-C is for `site` to handle (StopOnCtrlC)
-        )
+        beside = start_prefill(root, with_prefill, "")
+        environment = beside.environment if beside else None
+        builds = [
+            subprocess.Popen(
+                others_build + output,
+                cwd=root,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                process_group=0,  # a Ctrl-C is for `site` to handle (StopOnCtrlC)
+                env=environment,
+            )
+        ]
         try:
             sys.stdout.flush()
-            root_code = subprocess.call(root_build + output, cwd=root, process_group=0)
-            others_code = others.wait()
+            builds.append(  # its log shows as it comes
+                subprocess.Popen(
+                    root_build + output, cwd=root, process_group=0, env=environment
+                )
+            )
+            while not stop.interrupted and (
+                any(build.poll() is None for build in builds)
+                or (beside and beside.code is None)
+            ):
+                if prefill_failed(beside, ""):
+                    break
+                time.sleep(0.2)
+            others_code, root_code = (build.poll() for build in builds)
         finally:
-            if others.poll() is None:
-                others.terminate()
+            for build in builds:
+                if build.poll() is None:
+                    build.terminate()
         if stop.interrupted:
             return interrupted(root, path_output, stop.started)
+        if beside is not None and beside.code:
+            return stopped_by_the_prefill(root, path_output, stop.started, beside.code)
         log.seek(0)
         print(TRANSLATIONS_LOG)
         sys.stdout.write(log.read())
@@ -739,8 +765,55 @@ def summary(name: str, log: Path, code: int, seconds: float) -> list[str]:
     return lines
 
 
-def site_logged(root: Path, log_dir: Path, path_output: Path | None = None) -> int:
-    """``site``, each build's log in a file of ``log_dir``, a summary printed."""
+def start_prefill(root: Path, with_prefill: bool, started: str):
+    """With ``with_prefill``, start the prefill beside the builds
+    (:class:`bookbuild.execute.prefill.Beside`: each build reads a page once
+    its chapter is cached) and return it; print ``started`` now without it."""
+    if not with_prefill:
+        if started:
+            print(started, flush=True)
+        return None
+    from bookbuild.execute.prefill import Beside
+
+    sys.stdout.flush()
+    return Beside(root)
+
+
+def prefill_failed(beside, started: str) -> bool:
+    """True once the prefill beside the builds failed: the caller stops the
+    builds. Prints ``started`` when it ended well (after the prefill's lines)."""
+    if beside is None or beside.code is not None:
+        return bool(beside is not None and beside.code)
+    code = beside.poll()
+    if code == 0 and started:
+        print(started, flush=True)
+    return bool(code)
+
+
+def stopped_by_the_prefill(
+    root: Path, path_output: Path | None, since: float, code: int
+) -> int:
+    """After the prefill beside the builds failed (it said where): stop the
+    builds, delete what they wrote into the site, say so; the prefill's code."""
+    stop_builds()
+    site_folder = Path(path_output or root) / "_build" / "html"
+    removed = remove_written(site_folder, since - 1)  # coarse file times
+    print(
+        f"site: the prefill failed: the builds beside it were stopped, the "
+        f"{removed} file(s) they had written into {site_folder} removed",
+        flush=True,
+    )
+    return code
+
+
+def site_logged(
+    root: Path,
+    log_dir: Path,
+    path_output: Path | None = None,
+    with_prefill: bool = False,
+) -> int:
+    """``site``, each build's log in a file of ``log_dir``, a summary printed;
+    ``with_prefill``: the prefill runs beside the builds (:func:`start_builds`)."""
     output = ["--path-output", str(path_output)] if path_output else []
     jupyter_book = Path(sys.executable).parent / "jupyter-book"
     codes = list(languages(root))
@@ -758,15 +831,16 @@ def site_logged(root: Path, log_dir: Path, path_output: Path | None = None) -> i
             [sys.executable, "-m", "bookbuild.i18n.translations", "build"],
             log_dir / f"build-{'-'.join(codes[1:])}.log",
         )
-    print(
+    started = (
         f"site: {' and '.join(builds)} built side by side, logs in {log_dir}/ "
-        "(a few minutes when pages changed)",
-        flush=True,
+        "(a few minutes when pages changed)"
     )
     start = time.perf_counter()
     running, handles, ended = {}, [], {}
     stop = StopOnCtrlC().install()
+    beside = None
     try:
+        beside = start_prefill(root, with_prefill, started)
         for name, (command, log) in builds.items():
             handle = open(log, "w", encoding="utf-8")  # noqa: SIM115 - closed below
             handles.append(handle)
@@ -776,8 +850,13 @@ def site_logged(root: Path, log_dir: Path, path_output: Path | None = None) -> i
                 stdout=handle,
                 stderr=subprocess.STDOUT,
                 process_group=0,  # a Ctrl-C is for `site` to handle (StopOnCtrlC)
+                env=beside.environment if beside else None,
             )
-        while len(ended) < len(running) and not stop.interrupted:
+        while not stop.interrupted and (
+            len(ended) < len(running) or (beside and beside.code is None)
+        ):
+            if prefill_failed(beside, started):
+                break
             for name, process in running.items():
                 if name not in ended and process.poll() is not None:
                     ended[name] = (process.returncode, time.perf_counter() - start)
@@ -791,6 +870,8 @@ def site_logged(root: Path, log_dir: Path, path_output: Path | None = None) -> i
             handle.close()
     if stop.interrupted:
         return interrupted(root, path_output, stop.started)
+    if beside is not None and beside.code:
+        return stopped_by_the_prefill(root, path_output, stop.started, beside.code)
     lines = []
     for name, (_, log) in builds.items():
         log.write_text(  # plain text: Sphinx colours even a file
@@ -1159,6 +1240,11 @@ def main(argv: list[str]) -> int:
     whole.add_argument(
         "--log-dir", type=Path, default=None, help="logs in files, a summary printed"
     )
+    whole.add_argument(
+        "--with-prefill",
+        action="store_true",
+        help="execute the chapters beside the builds (make book)",
+    )
     commands.add_parser("extract", help="the .pot files, in _build/gettext")
     commands.add_parser("update", help="extract, merge into the .po files, stats")
     commands.add_parser("stats", help="messages translated, fuzzy, missing")
@@ -1179,9 +1265,9 @@ def main(argv: list[str]) -> int:
         if code:
             return code
     if args.command == "site" and args.log_dir:
-        return site_logged(root, args.log_dir, args.path_output)
+        return site_logged(root, args.log_dir, args.path_output, args.with_prefill)
     if args.command == "site":
-        return site(root, args.path_output)
+        return site(root, args.path_output, args.with_prefill)
     if args.command == "check":
         return check(root, extract_first=not args.no_extract)
     return {"extract": extract, "update": update, "stats": stats}[args.command](root)

@@ -101,24 +101,15 @@ def build_book(
 ) -> BuildResult:
     """Run the book's strict build on ``source`` and its translations' side by
     side (``python -m bookbuild.i18n.translations site``); with ``prefill``, execute
-    the chapters in parallel first: as ``make book`` does."""
+    the chapters in parallel beside the builds (``--with-prefill``): as ``make
+    book`` does."""
     built = Path(source) / "_build"
     clean = not built.exists() or {p.name for p in built.iterdir()} <= {"results"}
     env = {**os.environ, **(env or {})}
     env.pop("MPLBACKEND", None)  # a headless backend would hide every figure
-    prefill_output = ""
-    if prefill:
-        done = subprocess.run(
-            [sys.executable, "-P", "-m", "bookbuild.execute.prefill", str(source)],
-            cwd=source,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=1800,
-        )
-        prefill_output = done.stdout + done.stderr
     result = subprocess.run(
-        [sys.executable, "-m", "bookbuild.i18n.translations", "site"],
+        [sys.executable, "-m", "bookbuild.i18n.translations", "site"]
+        + ["--with-prefill"] * prefill,
         cwd=source,
         env=env,
         capture_output=True,
@@ -129,7 +120,7 @@ def build_book(
     translations = result.stdout.partition(TRANSLATIONS_LOG)[2]
     return BuildResult(
         result.returncode,
-        prefill_output + result.stdout + result.stderr,
+        result.stdout + result.stderr,
         Path(source) / "_build" / "html",
         translations,
         clean,
