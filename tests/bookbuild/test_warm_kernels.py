@@ -280,3 +280,39 @@ def test_the_second_run_in_a_kernel_sees_a_fresh_kernel(tmp_path, warm_on):
     assert cell.execution_count == 1  # counts start again
     mime_types = [kind for out in cell.outputs for kind in out.get("data", {})]
     assert "image/png" in mime_types  # figures still shown at the cell's end
+
+
+def test_cells_whose_outputs_the_page_removes_draw_no_figure(tmp_path, warm_on):
+    """A figure left open by a ``remove-output`` cell, or its last value, is
+    not drawn (nobody sees it); glued there, it is; in a shown cell, it is."""
+    from types import SimpleNamespace
+
+    from bookbuild.execute.prefill import execute
+
+    draw = "import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.plot([0, 1])"
+    cells = [
+        (draw + "\nfig", ["remove-output"]),
+        (
+            "from myst_nb import glue\nglue('drawn', fig, display=False)",
+            ["remove-cell"],
+        ),
+        (draw, []),
+    ]
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {"name": "python3", "language": "python"}
+    for code, tags in cells:
+        notebook.cells.append(nbformat.v4.new_code_cell(code, metadata={"tags": tags}))
+    chapter = SimpleNamespace(uri=str(tmp_path / "chapter.md"), nb=notebook)
+    ((_, result),) = execute([chapter], {"timeout": 120})
+    assert result.err is None, result.exc_string
+
+    def images(cell) -> int:
+        return sum(
+            any(kind.endswith("image/png") for kind in out.get("data", {}))
+            for out in cell.outputs
+        )
+
+    hidden, glued, shown = result.nb.cells
+    assert hidden.outputs == []  # no figure, no value
+    assert images(glued) == 1 and "scrapbook" in str(glued.outputs[0].metadata)
+    assert images(shown) == 1

@@ -21,6 +21,14 @@ a polluting chapter by ``tests/bookbuild/test_warm_kernels.py``).
 
 Both functions run inside the kernel, called silently by the prefill:
 :func:`remember` before the first run, :func:`restore` before each next one.
+
+Also in the kernel, for the prefill: :func:`show_figures`. A cell whose outputs
+the page removes (tags ``remove-output``, ``remove-cell``) often draws a figure
+that a later cell glues; the inline backend would also display it when the cell
+ends (and IPython its last expression's value, often the figure or an axis of
+it), drawing it once more for an output nobody sees (128 figures of the two
+editions). The prefill turns both off for such cells: their figures are closed
+undrawn, and glued ones are drawn where they are glued.
 """
 
 from __future__ import annotations
@@ -91,3 +99,44 @@ def restore() -> None:
     os.environ.update(_fresh["environ"])
     reseed()
     qkv.page.widgets.restart_numbering()  # ids unique in a page, from 0
+    show_figures(True)
+
+
+#: What IPython displays of a cell's last expression, where cells show it.
+_interactivity: str | None = None
+
+
+def show_figures(shown: bool) -> None:
+    """Whether the end of a cell displays what it leaves (the figures still
+    open, the inline backend's way, and the value of its last expression), or
+    closes the figures undrawn and displays nothing (see the module)."""
+    from IPython import get_ipython
+    from matplotlib_inline import backend_inline
+
+    global _interactivity
+    shell = get_ipython()
+    if _interactivity is None:
+        _interactivity = shell.ast_node_interactivity
+    shell.ast_node_interactivity = _interactivity if shown else "none"
+    events = shell.events
+    registered = events.callbacks["post_execute"]
+    if not shown and backend_inline.flush_figures not in registered:
+        import matplotlib.pyplot as plt
+
+        plt.close(plt.figure())  # the inline backend on, as a first figure does
+    drawn, undrawn = backend_inline.flush_figures, _close_figures
+    old, new = (undrawn, drawn) if shown else (drawn, undrawn)
+    if old in registered:
+        events.unregister("post_execute", old)
+        events.register("post_execute", new)
+
+
+def _close_figures() -> None:
+    """The inline backend's end of a cell, without displaying the figures."""
+    import matplotlib.pyplot as plt
+    from matplotlib_inline.backend_inline import show
+
+    if show._draw_called:
+        plt.close("all")
+    show._to_draw = []
+    show._draw_called = False

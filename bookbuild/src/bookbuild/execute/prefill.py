@@ -180,6 +180,17 @@ def execute(runs: list, execution: dict, manager=WarmKernelManager) -> list:
 
 #: Run silently in a kernel that will execute several runs: before the first,
 #: and between two (:mod:`bookbuild.execute.fresh_state`).
+#: Run silently before a cell whose outputs the page removes, and before the
+#: next cell whose outputs it shows (``fresh_state.show_figures``).
+HIDE_FIGURES = (
+    "__import__('bookbuild.execute.fresh_state').execute.fresh_state"
+    ".show_figures(False)"
+)
+SHOW_FIGURES = (
+    "__import__('bookbuild.execute.fresh_state').execute.fresh_state.show_figures(True)"
+)
+#: The tags of a cell whose outputs the page does not show (myst-nb).
+OUTPUTS_REMOVED = {"remove-output", "remove-cell"}
 REMEMBER_FRESH = (
     "__import__('bookbuild.execute.fresh_state').execute.fresh_state.remember()"
 )
@@ -211,6 +222,8 @@ def client_class():
     class Client(NotebookClient):
         failed_cell: int | None = None
         failed_line: int | None = None
+        #: The kernel draws no figure at the end of a cell (show_figures).
+        figures_hidden = False
 
         async def async_execute_all(self, notebooks: list, outcomes: list) -> None:
             """Execute ``notebooks`` one after the other in one kernel, each
@@ -226,6 +239,7 @@ def client_class():
                         code = RESTORE_FRESH if number else REMEMBER_FRESH
                         await self.run_silently(code)
                     self.nb = notebook
+                    self.figures_hidden = False  # a fresh kernel's (restore)
                     self.reset_execution_trackers()
                     self.failed_cell = self.failed_line = None
                     error = trace = None
@@ -255,6 +269,12 @@ def client_class():
             self.set_widgets_metadata()
 
         async def async_execute_cell(self, cell, cell_index, *args, **kwargs):
+            if cell.get("cell_type") == "code":
+                tags = cell.get("metadata", {}).get("tags", ())
+                hidden = not OUTPUTS_REMOVED.isdisjoint(tags)
+                if hidden != self.figures_hidden:  # the kernel's setting changes
+                    await self.run_silently(HIDE_FIGURES if hidden else SHOW_FIGURES)
+                    self.figures_hidden = hidden
             try:
                 return await super().async_execute_cell(
                     cell, cell_index, *args, **kwargs
