@@ -70,6 +70,15 @@ def line_of(text: str, needle: str) -> int:
     return text[: text.index(needle)].count("\n") + 1
 
 
+def failing_build(command: list[str], root: Path) -> str:
+    """What ``command`` printed, run in ``root``, after checking it failed (1)."""
+    done = subprocess.run(
+        command, cwd=root, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 1, done.stdout + done.stderr[-3000:]
+    return done.stdout
+
+
 def test_a_failing_cell_is_reported_once_where_it_failed_and_stops_the_build(
     small_book,
 ):
@@ -87,15 +96,9 @@ def test_a_failing_cell_is_reported_once_where_it_failed_and_stops_the_build(
     for name in stale + kept:
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text("an earlier build", encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, "-P", "-m", "bookbuild.execute.prefill", str(root)],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    out = failing_build(
+        [sys.executable, "-P", "-m", "bookbuild.execute.prefill", str(root)], root
     )
-    out = done.stdout
-    assert done.returncode == 1, out + done.stderr[-3000:]
     failing = line_of(CHAPTER, "assert len(y)")
     first = line_of(CHAPTER, "def shape(n):")
     assert (
@@ -136,16 +139,10 @@ def test_a_failing_chapter_stops_the_builds_beside_the_prefill(small_book):
     import psutil
 
     root = small_book({"index": "# Home\n\nHello.\n", "chapter": CHAPTER}, toc=TOC)
-    done = subprocess.run(
-        [sys.executable, "-m", "bookbuild.i18n.translations", "site"]
-        + ["--log-dir", str(root / "logs"), "--with-prefill"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    site = [sys.executable, "-m", "bookbuild.i18n.translations", "site"]
+    out = failing_build(
+        site + ["--log-dir", str(root / "logs"), "--with-prefill"], root
     )
-    out = done.stdout
-    assert done.returncode == 1, out + done.stderr[-3000:]
     assert out.count("AssertionError") == 1, out
     assert "the build stops here: fix chapter" in out, out
     assert "site: the prefill failed: the builds beside it were stopped" in out, out

@@ -132,11 +132,8 @@ def show_figures(shown: bool) -> None:
 
 
 def _close_figures() -> None:
-    """The inline backend's end of a cell, without displaying the figures."""
+    """The inline backend's end of a cell, without displaying the figures (its
+    own flags are reset at the next shown cell's end, which finds none open)."""
     import matplotlib.pyplot as plt
-    from matplotlib_inline.backend_inline import show
 
-    if show._draw_called:
-        plt.close("all")
-    show._to_draw = []
-    show._draw_called = False
+    plt.close("all")
