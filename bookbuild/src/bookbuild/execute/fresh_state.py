@@ -45,14 +45,13 @@ def remember() -> None:
     matplotlib's inline backend is on (in a kernel, a chapter's first figure
     switches it on, which changes settings; only once per kernel)."""
     import matplotlib as mpl
-    import matplotlib.pyplot as plt
     import numpy as np
     import torch
 
     import qkv
 
     global _fresh
-    plt.close(plt.figure())  # the inline backend on, as a first figure does
+    _inline_backend_on()
     rc = dict(mpl.rcParams.copy())
     rc.pop("backend", None)  # as matplotlib's rc_context: never switched back
     _fresh = {
@@ -121,14 +120,20 @@ def show_figures(shown: bool) -> None:
     events = shell.events
     registered = events.callbacks["post_execute"]
     if not shown and backend_inline.flush_figures not in registered:
-        import matplotlib.pyplot as plt
-
-        plt.close(plt.figure())  # the inline backend on, as a first figure does
+        _inline_backend_on()  # so that there is a display to turn off
     drawn, undrawn = backend_inline.flush_figures, _close_figures
     old, new = (undrawn, drawn) if shown else (drawn, undrawn)
     if old in registered:
         events.unregister("post_execute", old)
         events.register("post_execute", new)
+
+
+def _inline_backend_on() -> None:
+    """Switch on matplotlib's inline backend, as a chapter's first figure does
+    (it registers its end-of-cell display and changes settings, once)."""
+    import matplotlib.pyplot as plt
+
+    plt.close(plt.figure())
 
 
 def _close_figures() -> None:

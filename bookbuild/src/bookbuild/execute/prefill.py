@@ -178,25 +178,22 @@ def execute(runs: list, execution: dict, manager=WarmKernelManager) -> list:
     return finished() + not_run(Interrupted("not started"))  # Ctrl-C between runs
 
 
-#: Run silently in a kernel that will execute several runs: before the first,
-#: and between two (:mod:`bookbuild.execute.fresh_state`).
-#: Run silently before a cell whose outputs the page removes, and before the
-#: next cell whose outputs it shows (``fresh_state.show_figures``).
-HIDE_FIGURES = (
-    "__import__('bookbuild.execute.fresh_state').execute.fresh_state"
-    ".show_figures(False)"
-)
-SHOW_FIGURES = (
-    "__import__('bookbuild.execute.fresh_state').execute.fresh_state.show_figures(True)"
-)
+def in_kernel(call: str) -> str:
+    """The code that runs ``call`` of :mod:`bookbuild.execute.fresh_state` in a
+    kernel, silently (the module is imported there, not in this process)."""
+    return f"__import__('bookbuild.execute.fresh_state').execute.fresh_state.{call}"
+
+
+#: Run in a kernel that will execute several runs: before the first, and
+#: between two (:mod:`bookbuild.execute.fresh_state`).
+REMEMBER_FRESH = in_kernel("remember()")
+RESTORE_FRESH = in_kernel("restore()")
+#: Run before a cell whose outputs the page removes, and before the next cell
+#: whose outputs it shows (``fresh_state.show_figures``).
+HIDE_FIGURES = in_kernel("show_figures(False)")
+SHOW_FIGURES = in_kernel("show_figures(True)")
 #: The tags of a cell whose outputs the page does not show (myst-nb).
 OUTPUTS_REMOVED = {"remove-output", "remove-cell"}
-REMEMBER_FRESH = (
-    "__import__('bookbuild.execute.fresh_state').execute.fresh_state.remember()"
-)
-RESTORE_FRESH = (
-    "__import__('bookbuild.execute.fresh_state').execute.fresh_state.restore()"
-)
 
 
 #: Asked of a kernel whose cell just failed: the (file, line) of each frame of

@@ -782,12 +782,11 @@ def start_prefill(root: Path, with_prefill: bool, started: str):
 def prefill_failed(beside, started: str) -> bool:
     """True once the prefill beside the builds failed: the caller stops the
     builds. Prints ``started`` when it ended well (after the prefill's lines)."""
-    if beside is None or beside.code is not None:
-        return bool(beside is not None and beside.code)
-    code = beside.poll()
-    if code == 0 and started:
+    if beside is None:
+        return False
+    if beside.code is None and beside.poll() == 0 and started:
         print(started, flush=True)
-    return bool(code)
+    return bool(beside.code)
 
 
 def stopped_by_the_prefill(
@@ -813,7 +812,7 @@ def site_logged(
     with_prefill: bool = False,
 ) -> int:
     """``site``, each build's log in a file of ``log_dir``, a summary printed;
-    ``with_prefill``: the prefill runs beside the builds (:func:`start_builds`)."""
+    ``with_prefill``: the prefill runs beside the builds (:func:`start_prefill`)."""
     output = ["--path-output", str(path_output)] if path_output else []
     jupyter_book = Path(sys.executable).parent / "jupyter-book"
     codes = list(languages(root))
