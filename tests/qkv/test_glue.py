@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from qkv.page.glue import human_bytes
+from qkv.page.glue import human_bytes, round_down, round_up
 
 
 @pytest.mark.parametrize(
@@ -39,3 +39,21 @@ def test_human_bytes(n_bytes, text):
 def test_human_bytes_rejects_what_is_not_a_size(bad):
     with pytest.raises(ValueError, match="n_bytes"):
         human_bytes(bad)
+
+
+@pytest.mark.parametrize(
+    ("value", "digits", "down", "up"),
+    [
+        (3.04, 1, 3.0, 3.1),
+        (0.3, 1, 0.3, 0.3),  # the decimal text of the float: no 0.2999...
+        (2.999, 2, 2.99, 3.0),
+        (0.121, 2, 0.12, 0.13),
+        (-1.05, 1, -1.1, -1.0),
+        (7, 0, 7.0, 7.0),
+    ],
+)
+def test_bounds_round_the_safe_way(value, digits, down, up):
+    """A lower bound in prose rounds down, an upper bound up (CONTRIBUTING)."""
+    assert round_down(value, digits) == pytest.approx(down)
+    assert round_up(value, digits) == pytest.approx(up)
+    assert round_down(value, digits) <= value <= round_up(value, digits)

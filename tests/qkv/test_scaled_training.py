@@ -44,8 +44,11 @@ def test_scaling_reaches_a_loss_of_0_1_first_and_ends_lower_on_seeds_0_to_4(
     trained_results,
 ):
     """slow: trains the chapter's two lookup layers on five seeds (1 s each)."""
-    # Measured: with scaling 70 to 80 steps; without, 270, 210, 270 (seeds 2-4)
-    # and not in 300 (seeds 0, 1); final loss 3.7 to 19.9 times higher.
+    # Measured on seeds 0-4 natively (AVX-512) and under the emulated CPUs
+    # (ATEN_CPU_CAPABILITY=avx2, =default): with scaling 70 to 80 steps;
+    # without, 210 to 300 steps or not in 300; the fewest steps without, as a
+    # multiple of those with, 3.0 to 3.1; final loss 3.8 to 17.3 times higher.
+    # The bounds sit clearly below the worst value (CONTRIBUTING).
     for seed in SEEDS:
         scaled = toy.train_lookup(scaled=True, seed=seed)
         raw = toy.train_lookup(scaled=False, seed=seed)
@@ -53,8 +56,8 @@ def test_scaling_reaches_a_loss_of_0_1_first_and_ends_lower_on_seeds_0_to_4(
         assert with_scaling is not None, seed
         assert without is None or without > with_scaling, seed
         # the chapter's "at least ... times as many steps" on every seed
-        assert (without or 300) / with_scaling >= 3, seed
-        assert raw[-1] / scaled[-1] >= 3, seed
+        assert (without or 300) / with_scaling >= 2.5, seed
+        assert raw[-1] / scaled[-1] > 2, seed
         assert raw[0] > scaled[0], seed
         assert raw[-1] < raw[0] / 2, seed  # the unscaled layer does learn
         assert all(a < b for a, b in zip(scaled, raw, strict=True)), seed
@@ -70,9 +73,12 @@ def test_how_much_slower_without_scaling_depends_on_the_seed_on_seeds_0_to_4(
         for seed in SEEDS
     }
     ratios = {seed: raw[-1] / scaled[-1] for seed, (scaled, raw) in curves.items()}
-    reached = [toy.steps_to(raw) is not None for _, raw in curves.values()]
-    # Seed 0, the chapter's figure, is the most favourable; seed 3 the least.
-    assert ratios[0] == max(ratios.values()) and ratios[3] == min(ratios.values())
+    reach = {seed: toy.steps_to(raw) for seed, (_, raw) in curves.items()}
+    # The chapter's exercise: seed 3 gets below 0.1 at least 50 steps sooner than
+    # seed 0 (measured 210-220 against 290, 300 or never) and ends with less than
+    # half of seed 0's ratio (measured 3.4 to 4.0 times less). Which seed is
+    # first or last changes with the CPU: the chapter does not say.
+    assert reach[3] is not None
+    assert reach[0] is None or reach[0] >= reach[3] + 50
     assert ratios[3] < ratios[0] / 2
-    assert not reached[0] and reached[3]
-    assert 0 < sum(reached) < len(SEEDS)
+    assert sum(r is not None for r in reach.values()) >= 1  # measured 3 to 5

@@ -226,6 +226,9 @@ def test_every_seed_0_to_4_beats_the_bigram_and_the_uniform_guess(
         assert cached == decode(uncached, result.vocabulary)
 
 
+PROMPTS = ("The attention of ", "L'attention de ")
+
+
 def has_loop(text: str, length: int = 20) -> bool:
     """Some `length` characters of text equal those p before them, for a p."""
     return any(
@@ -237,13 +240,21 @@ def has_loop(text: str, length: int = 20) -> bool:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", SEEDS)
-def test_greedy_loops_and_samples_copy_a_few_words_on_seeds_0_to_4(
-    trained_results, seed
-):
+def test_samples_copy_a_few_words_on_seeds_0_to_4(trained_results, seed):
     """slow: trains the chapter's run of this seed (shared with the build)."""
     result = train(seed)
     training_text = load_corpus().training_text
-    for prompt in ("The attention of ", "L'attention de "):
-        assert has_loop(write(result, prompt, 100))
+    for prompt in PROMPTS:
         sample = write(result, prompt, 100, 0.8, top_k=10)
+        # measured 8 to 14 characters natively and under the emulated CPUs
         assert len(longest_copied_run(sample, training_text)) < 30
+
+
+@pytest.mark.slow
+def test_most_greedy_texts_loop_on_seeds_0_to_4(trained_results):
+    """slow: trains the chapter's five runs (shared with the build)."""
+    texts = [write(train(seed), prompt, 100) for seed in SEEDS for prompt in PROMPTS]
+    # The chapter's exercise: measured 9 or 10 of the 10 natively and under the
+    # emulated CPUs (which text does not loop changes with the CPU): at most two
+    # may not.
+    assert sum(has_loop(text) for text in texts) >= len(texts) - 2

@@ -43,6 +43,8 @@ __all__ = [
     "markdown_table",
     "n_params",
     "plain",
+    "round_down",
+    "round_up",
     "shape_md",
     "shape_table",
 ]
@@ -194,6 +196,25 @@ def plain(value: object) -> object:
     if isinstance(value, np.generic):
         value = value.item()  # a NumPy scalar: its Python number
     return value
+
+
+def round_down(value: float, digits: int = 1) -> float:
+    """``value`` rounded down to ``digits`` decimals: a lower bound in prose
+    ("at least 3.0") stays true (3.04 gives 3.0, never 3.1). Computed on the
+    decimal text of the float, so 0.3 stays 0.3."""
+    return float(
+        Decimal(repr(float(value))).quantize(Decimal(1).scaleb(-digits), "ROUND_FLOOR")
+    )
+
+
+def round_up(value: float, digits: int = 1) -> float:
+    """``value`` rounded up to ``digits`` decimals: an upper bound in prose ("at
+    most 0.13") stays true (0.121 gives 0.13)."""
+    return float(
+        Decimal(repr(float(value))).quantize(
+            Decimal(1).scaleb(-digits), "ROUND_CEILING"
+        )
+    )
 
 
 def glue(name: str, value: object) -> None:
