@@ -4,11 +4,14 @@ the same call of the same code, and only when QKV_RESULTS names a folder."""
 from __future__ import annotations
 
 import ast
+import contextlib
 import multiprocessing
 import os
+import pickle
 import sys
 from pathlib import Path
 
+import numpy
 import pytest
 import torch
 
@@ -44,7 +47,7 @@ def test_the_same_call_is_read_back_and_another_one_trains(monkeypatch, tmp_path
     assert calls == [(1, 3), (1, 4)]
     assert again["seed"] == first["seed"]
     torch.testing.assert_close(again["weights"], first["weights"])
-    assert other["weights"][0].item() == 5.0
+    torch.testing.assert_close(other["weights"], torch.full((2,), 5.0))
     assert len(list(tmp_path.glob("*/*.pt"))) == 2
     assert not list(tmp_path.glob("*/*.partial"))
 
@@ -108,7 +111,7 @@ def test_a_real_training_round_trips(monkeypatch, tmp_path):
     monkeypatch.setenv(RESULTS, str(tmp_path))
     trained = toy.train(seed=0, steps=2, n_heldout=20)
     read_back = toy.train(seed=0, steps=2, n_heldout=20)
-    assert read_back.accuracy == trained.accuracy
+    assert read_back.accuracy == pytest.approx(trained.accuracy)
     for name, value in trained.model.state_dict().items():
         torch.testing.assert_close(read_back.model.state_dict()[name], value)
 
@@ -246,3 +249,184 @@ def test_a_measurement_is_kept_like_a_result(monkeypatch, tmp_path):
     assert next(ticks) == 4
     with pytest.raises(ValueError, match="repeats"):
         measure.timed(sum, [1], repeats=0)
+
+
+# --- what a kept file may hold, and what happens when it cannot be read --------
+
+
+class _Planted:
+    """What an attacker plants: unpickling it calls ``open(marker, "w")``,
+    which creates the file ``marker`` (any other code would run the same way)."""
+
+    def __init__(self, marker: Path):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return open, (self.marker, "w")
+
+
+def _plant_pickle(path: Path, marker: Path) -> None:
+    path.write_bytes(pickle.dumps(_Planted(marker)))
+
+
+def _plant_torch_file(path: Path, marker: Path) -> None:
+    torch.save({"key": path.name, "provenance": {}, "result": _Planted(marker)}, path)
+
+
+@pytest.mark.parametrize("plant", [_plant_pickle, _plant_torch_file])
+def test_a_planted_pickle_runs_nothing_and_is_trained_again(
+    plant, monkeypatch, tmp_path, capsys
+):
+    monkeypatch.setenv(RESULTS, str(tmp_path / "results"))
+    train, calls = counting()
+    path = result_path(tmp_path / "results", train, (1,), {})
+    path.parent.mkdir(parents=True)
+    marker = tmp_path / "marker"
+    plant(path, marker)
+    # The payload is live: an unsafe load runs it (a bare pickle, then fails).
+    with contextlib.suppress(RuntimeError):
+        torch.load(path, weights_only=False)
+    assert marker.exists()
+    marker.unlink()
+
+    result = train(1)
+    assert not marker.exists()  # nothing ran
+    assert calls == [(1, 3)]  # trained instead
+    assert result["seed"] == 1
+    assert f"qkv: kept result {path} could not be read (" in capsys.readouterr().err
+    train(1)  # the planted file was overwritten by the trained result
+    assert calls == [(1, 3)] and not marker.exists()
+
+
+def _truncate(path: Path, other: Path) -> None:
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def _another_call_s_result(path: Path, other: Path) -> None:
+    path.write_bytes(other.read_bytes())  # a whole file, but another key's
+
+
+def _not_a_kept_result(path: Path, other: Path) -> None:
+    torch.save({"seed": 1, "weights": torch.zeros(2)}, path)  # the bare result
+
+
+def _text(path: Path, other: Path) -> None:
+    path.write_text("not a result at all\n")
+
+
+@pytest.mark.parametrize(
+    "spoil", [_truncate, _another_call_s_result, _not_a_kept_result, _text]
+)
+def test_a_file_that_cannot_be_read_is_trained_again_and_overwritten(
+    spoil, monkeypatch, tmp_path, capsys
+):
+    monkeypatch.setenv(RESULTS, str(tmp_path))
+    train, calls = counting()
+    train(1)
+    train(2)
+    path = result_path(tmp_path, train, (1,), {})
+    spoil(path, result_path(tmp_path, train, (2,), {}))
+    again = train(1)
+    torch.testing.assert_close(again["weights"], torch.full((2,), 4.0))
+    assert calls == [(1, 3), (2, 3), (1, 3)]
+    said = capsys.readouterr().err.splitlines()
+    assert len(said) == 1 and said[0].startswith(f"qkv: kept result {path} could")
+    assert said[0].endswith(": training again")
+    train(1)  # overwritten: read back
+    assert calls == [(1, 3), (2, 3), (1, 3)]
+    assert capsys.readouterr().err == ""
+
+
+def test_a_result_that_could_not_be_read_back_is_not_kept(
+    monkeypatch, tmp_path, capsys
+):
+    """A result holding a class that no kept file may hold (here one of the
+    standard library) is returned, not kept, and stderr says so."""
+    from fractions import Fraction
+
+    monkeypatch.setenv(RESULTS, str(tmp_path))
+    calls = []
+
+    @remembered
+    def train(seed: int = 0):
+        calls.append(seed)
+        return Fraction(1, 3)
+
+    assert train() == Fraction(1, 3)
+    assert train() == Fraction(1, 3)
+    assert calls == [0, 0]
+    assert not list(tmp_path.glob("*/*.pt")) and not list(tmp_path.glob("*/*.partial"))
+    said = capsys.readouterr().err
+    assert "not kept (it holds fractions.Fraction, which" in said
+
+
+def test_numpy_arrays_and_the_timed_baseline_are_kept(monkeypatch, tmp_path):
+    """The results from outside qkv that the book keeps: NumPy arrays
+    (measure.time_decoding) and a fitted scikit-learn model (measure.timed),
+    read back the second time: the clock is not read again."""
+    from sklearn.linear_model import LogisticRegression
+
+    import qkv
+
+    monkeypatch.setenv(RESULTS, str(tmp_path))
+    ticks = iter(range(10_000))
+
+    def clock():
+        return float(next(ticks))
+
+    torch.manual_seed(0)
+    layer, tokens = qkv.MultiHeadAttention(8, 2), torch.randn(3, 8)
+    outputs, seconds = measure.time_decoding(layer, tokens, rounds=1, clock=clock)
+    generator = torch.Generator().manual_seed(0)
+    pixels = torch.randn(40, 4, generator=generator).numpy()
+    labels = (pixels[:, 0] > 0).astype(int)
+    fitted, _ = measure.timed(LogisticRegression().fit, pixels, labels, clock=clock)
+    ticked = next(ticks)
+
+    again, seconds_again = measure.time_decoding(layer, tokens, rounds=1, clock=clock)
+    read_back, _ = measure.timed(LogisticRegression().fit, pixels, labels, clock=clock)
+    assert next(ticks) == ticked + 1  # both read back, neither timed again
+    for scheme, times in seconds.items():
+        assert isinstance(seconds_again[scheme], numpy.ndarray)
+        numpy.testing.assert_allclose(seconds_again[scheme], times)
+        torch.testing.assert_close(again[scheme], outputs[scheme])
+    assert isinstance(read_back, LogisticRegression)
+    assert (read_back.predict(pixels) == fitted.predict(pixels)).all()  # classes
+    assert len(list(tmp_path.glob("*/*.pt"))) == 2
+
+
+def test_the_key_holds_the_cpu_s_kernels(monkeypatch, tmp_path):
+    """A result trained under an emulated CPU (ATEN_CPU_CAPABILITY=avx2...)
+    is never read back by a native run, nor the reverse."""
+    train, _ = counting()
+    for name in _results.CPU_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    native = result_path(tmp_path, train, (1,), {})
+    paths = {native}
+    for name in _results.CPU_VARIABLES:
+        monkeypatch.setenv(name, "AVX2")
+        paths.add(result_path(tmp_path, train, (1,), {}))
+    assert len(paths) == 1 + len(_results.CPU_VARIABLES)
+    for name in _results.CPU_VARIABLES:
+        monkeypatch.delenv(name)
+    assert result_path(tmp_path, train, (1,), {}) == native
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "ANOTHER")
+    assert result_path(tmp_path, train, (1,), {}) != native
+
+
+def test_a_kept_result_records_where_it_comes_from(monkeypatch, tmp_path):
+    monkeypatch.setenv(RESULTS, str(tmp_path))
+    for name in _results.CPU_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "avx2")
+    train, _ = counting()
+    train(1)
+    record = _results._read(result_path(tmp_path, train, (1,), {}))
+    assert record["provenance"] == _results.provenance()
+    assert record["provenance"] == {
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "threads": torch.get_num_threads(),
+        "torch": str(torch.__version__),
+        "numpy": numpy.__version__,
+        "ATEN_CPU_CAPABILITY": "avx2",
+    }

@@ -1,10 +1,10 @@
 """Trained results kept on disk, read back instead of training again.
 
 Every ``train(seed, ...)`` of :mod:`qkv.experiments` is deterministic: the same
-function, the same arguments and the same code of ``qkv`` give the same result.
-The measurements of :mod:`qkv.experiments.measure` are kept the same way: a
-page's times are measured once per version of the code, and every edition of
-the page (English, French) shows the same ones.
+function, the same arguments and the same code of ``qkv`` give the same result
+on the same CPU kernels. The measurements of :mod:`qkv.experiments.measure` are
+kept the same way: a page's times are measured once per version of the code,
+and every edition of the page (English, French) shows the same ones.
 When the environment variable ``QKV_RESULTS`` names a folder, :func:`remembered`
 keeps each result there (``torch.save``), and a later call with the same arguments
 and the same code reads it back. Results sit in a folder per version of the code;
@@ -13,14 +13,25 @@ build sets it for its kernels (their ``_build/results``): a chapter executed aga
 after an edit of its prose or code does not train again, and the tests run the
 chapters' notebooks against the build's trained results. Without it, as in a
 reader's notebook, every call trains.
+
+A result depends on the CPU's kernels (one ulp early in a training moves where
+it ends): the key holds the kernels torch dispatches to and the variables that
+emulate an older CPU (:data:`CPU_VARIABLES`), and each file records its
+:func:`provenance`. A file is read by torch's weights-only unpickler: tensors,
+plain data and the classes :func:`_allowed` names, never code (a file planted
+in the folder cannot run anything). A file that cannot be read (truncated,
+corrupt, another call's, holding anything else) is said on stderr, trained
+again and overwritten.
 """
 
 from __future__ import annotations
 
 import ast
 import contextlib
+import dataclasses
 import functools
 import hashlib
+import importlib
 import inspect
 import io
 import os
@@ -33,10 +44,40 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
+import numpy
 import torch
+from torch import nn
 
 #: The environment variable that names the folder of kept results.
 RESULTS = "QKV_RESULTS"
+
+#: The environment variables that make the kernels of torch, MKL and oneDNN
+#: those of an older CPU (``CONTRIBUTING.md``, *Claims about trained runs*).
+CPU_VARIABLES = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA")
+
+#: What a kept result may hold from outside ``qkv``, besides tensors and plain
+#: data (numbers, strings, lists, tuples, dicts, sets): the torch layers of
+#: qkv's models, NumPy arrays (the times of
+#: :func:`~qkv.experiments.measure.time_decoding`) and the fitted baseline whose
+#: fit *attention on images* times (``measure.timed``).
+ALLOWED_OUTSIDE_QKV = frozenset(
+    {
+        "torch.nn.modules.container.ModuleList",
+        "torch.nn.modules.linear.Linear",
+        "torch.nn.modules.normalization.LayerNorm",
+        "torch.nn.modules.sparse.Embedding",
+        "numpy._core.multiarray._reconstruct",
+        "numpy.dtype",
+        "numpy.ndarray",
+        "sklearn.linear_model._logistic.LogisticRegression",
+    }
+)
+#: The classes of NumPy's numeric dtypes: ``numpy.dtype("f8")`` is one, which
+#: a file does not name (unpickling ``numpy.dtype`` makes it).
+_NUMPY_DTYPES = [
+    type(numpy.dtype(code))
+    for code in "?" + numpy.typecodes["AllInteger"] + numpy.typecodes["AllFloat"]
+]
 
 R = TypeVar("R")
 
@@ -45,6 +86,26 @@ R = TypeVar("R")
 #: experiments (each result depends on its own module only: they never import
 #: each other) and :mod:`qkv.page`, which draws and never trains nor measures.
 _EXPERIMENTS_SHARED = ("__init__.py", "_results.py")
+
+
+def provenance() -> dict[str, str | int]:
+    """Where a result computed now comes from (kept in each result's file, shown
+    by the page *build information*): the kernels torch dispatches to on this
+    CPU (``cpu_capability``, e.g. ``"AVX512"``), its number of ``threads``, the
+    versions of ``torch`` and ``numpy``, and each of :data:`CPU_VARIABLES` that
+    is set."""
+    return {
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "threads": torch.get_num_threads(),
+        "torch": str(torch.__version__),  # a plain string, not torch's own class
+        "numpy": numpy.__version__,
+        **_emulated(),
+    }
+
+
+def _emulated() -> dict[str, str]:
+    """Each of :data:`CPU_VARIABLES` that is set, with its value."""
+    return {name: os.environ[name] for name in CPU_VARIABLES if os.environ.get(name)}
 
 
 def _is_core(relative: Path) -> bool:
@@ -90,15 +151,19 @@ def result_path(
 ) -> Path:
     """Where the result of ``function(*args, **kwargs)`` is kept in ``folder``:
     named by the function and a hash of the code (the core of ``qkv`` and the
-    function's own module) and of every argument, defaults
-    filled in (``train(0)`` and ``train(seed=0)`` are one result), and of what
-    replaces parts of ``qkv`` during the call (``patches``, if any)."""
+    function's own module), of every argument, defaults filled in (``train(0)``
+    and ``train(seed=0)`` are one result), of the CPU's kernels (torch's CPU
+    capability and the :data:`CPU_VARIABLES` set: an emulated CPU's result is
+    never read by a native run, nor the reverse) and of what replaces parts of
+    ``qkv`` during the call (``patches``, if any)."""
     bound = inspect.signature(function).bind(*args, **kwargs)
     bound.apply_defaults()
     digest = hashlib.sha256(code_hash().encode())
     digest.update(module_hash(function.__module__).encode())
     digest.update(f"{function.__module__}.{function.__qualname__}".encode())
     digest.update(_pickled(sorted(bound.arguments.items())))
+    kernels = torch.backends.cpu.get_cpu_capability(), sorted(_emulated().items())
+    digest.update(_pickled(kernels))
     if patches:
         digest.update(_pickled(patches))
     module = function.__module__.rsplit(".", 1)[-1]
@@ -208,6 +273,81 @@ def _foreign(value: object) -> bool:
     return module != "typing"
 
 
+def _allowed(name: str) -> object:
+    """What ``name`` (``module.name``, a global of a kept file) names, if a kept
+    result may hold it: one of :data:`ALLOWED_OUTSIDE_QKV`, or a dataclass or
+    module of ``qkv``'s own (defined in one of its imported modules, outside
+    ``qkv.page``: their constructors only build data). Else a ValueError."""
+    module, _, attribute = name.rpartition(".")
+    if name in ALLOWED_OUTSIDE_QKV:
+        return getattr(importlib.import_module(module), attribute)
+    value = getattr(sys.modules.get(module), attribute, None)
+    if (
+        module.startswith("qkv.")
+        and not module.startswith("qkv.page")
+        and isinstance(value, type)
+        and value.__module__ == module
+        and (dataclasses.is_dataclass(value) or issubclass(value, nn.Module))
+    ):
+        return value
+    raise ValueError(f"it holds {name}, which a kept result may not hold")
+
+
+def _read(path: Path) -> dict:
+    """The record kept at ``path`` (:func:`_write`), by torch's weights-only
+    unpickler: tensors, plain data and what :func:`_allowed` names, no other
+    object, no code. A ValueError if it is not such a record."""
+    names = torch.serialization.get_unsafe_globals_in_checkpoint(path)
+    allowed = [_allowed(name) for name in names] + _NUMPY_DTYPES
+    with torch.serialization.safe_globals(allowed):
+        record = torch.load(path, weights_only=True)
+    if not isinstance(record, dict) or record.keys() != {"key", "provenance", "result"}:
+        raise ValueError("it is not a kept result")
+    if record["key"] != path.name:
+        raise ValueError(f"it holds the result kept as {record['key']!r}")
+    return record
+
+
+#: What :func:`_kept` returns when there is no result to read back.
+_ABSENT = object()
+
+
+def _kept(path: Path, *, say: bool) -> object:
+    """The result kept at ``path``, or :data:`_ABSENT` when there is none or it
+    cannot be read (then, if ``say``, one line on stderr names the file)."""
+    if not path.is_file():
+        return _ABSENT
+    try:
+        return _read(path)["result"]
+    except Exception as error:  # whatever is wrong with the file, train again
+        if say:
+            lines = str(error).strip().splitlines()
+            reason = type(error).__name__ + (f": {lines[0]}" if lines else "")
+            print(
+                f"qkv: kept result {path} could not be read ({reason}): training again",
+                file=sys.stderr,
+            )
+        return _ABSENT
+
+
+def _write(result: object, path: Path, made: dict) -> None:
+    """Keep ``result`` at ``path`` with its key (the file's name) and ``made``,
+    its :func:`provenance`, whole or absent: written beside it, then renamed
+    (even in parallel). A result holding what :func:`_allowed` refuses could
+    not be read back: it is not kept, and stderr says so."""
+    partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
+    record = {"key": path.name, "provenance": made, "result": result}
+    torch.save(record, partial)
+    try:
+        for name in torch.serialization.get_unsafe_globals_in_checkpoint(partial):
+            _allowed(name)
+    except ValueError as error:
+        partial.unlink()
+        print(f"qkv: result {path} not kept ({error})", file=sys.stderr)
+        return
+    os.replace(partial, path)
+
+
 @contextlib.contextmanager
 def _one_at_a_time(path: Path) -> Iterator[None]:
     """Hold a lock on ``path`` (a file beside it): two processes that need the
@@ -234,7 +374,8 @@ def remembered(function: Callable[..., R]) -> Callable[..., R]:
     its causal mask), that code is part of the key (its syntax tree, without
     docstring and comments): the same patch reads its own result back, in
     every edition of the page; a replacement whose code cannot be read (a mock
-    object) trains and keeps nothing."""
+    object) trains and keeps nothing. A kept file that cannot be read is
+    trained again and overwritten (see the module's docstring)."""
 
     @functools.wraps(function)
     def wrapper(*args, **kwargs) -> R:
@@ -243,18 +384,19 @@ def remembered(function: Callable[..., R]) -> Callable[..., R]:
         if not folder or patches is None:
             return function(*args, **kwargs)
         path = result_path(Path(folder), function, args, kwargs, patches)
-        if path.is_file():
-            return torch.load(path, weights_only=False)
+        result = _kept(path, say=False)  # an unreadable file is said below
+        if result is not _ABSENT:
+            return result
         if not path.parent.is_dir():  # the first result of this version of qkv
             path.parent.mkdir(parents=True, exist_ok=True)
             _drop_other_versions(path.parent)
         with _one_at_a_time(path):
-            if path.is_file():  # another process made it while this one waited
-                return torch.load(path, weights_only=False)
-            result = function(*args, **kwargs)
-            partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
-            torch.save(result, partial)
-            os.replace(partial, path)  # whole or absent, even in parallel
+            # Made by another process while this one waited, or unreadable.
+            result = _kept(path, say=True)
+            if result is _ABSENT:
+                made = provenance()  # before the call, which may set the threads
+                result = function(*args, **kwargs)
+                _write(result, path, made)
         return result
 
     return wrapper
