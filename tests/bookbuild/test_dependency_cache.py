@@ -179,3 +179,24 @@ def test_asking_for_the_cache_path_deletes_nothing(tmp_path):
     removed = prune_caches(current)
     assert sorted(removed) == old[:2]
     assert [f.name for f in caches.iterdir()] == ["deps-old2"]  # the most recent
+
+
+def test_the_cache_follows_the_cpu_emulation(monkeypatch):
+    """A build under ATEN_CPU_CAPABILITY=avx2 (CONTRIBUTING, "Claims about
+    trained runs") executes the chapters again: trained results differ."""
+    from bookbuild.execute import kernel_config
+    from qkv.experiments import _results
+
+    assert kernel_config.CPU_VARIABLES == _results.CPU_VARIABLES
+    for name in kernel_config.CPU_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    native = kernel_config.fingerprint()
+    assert kernel_config.fingerprint() == native
+    for name, value in [
+        ("ATEN_CPU_CAPABILITY", "avx2"),
+        ("ONEDNN_MAX_CPU_ISA", "SSE41"),
+    ]:
+        monkeypatch.setenv(name, value)
+        assert kernel_config.fingerprint() != native, name
+        monkeypatch.delenv(name)
+    assert kernel_config.fingerprint() == native

@@ -91,11 +91,23 @@ def apply(build_dir: Path) -> dict[str, str]:
     return settings
 
 
+#: The environment variables that give a kernel's torch the kernels of an
+#: older CPU (CONTRIBUTING, "Claims about trained runs"): trained results, and
+#: so the chapters' outputs, depend on them.
+CPU_VARIABLES = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA")
+
+
 def fingerprint() -> str:
-    """A short hash of what this module gives every kernel."""
+    """A short hash of what this module gives every kernel, and of the CPU
+    emulation the kernels inherit (:data:`CPU_VARIABLES`): a build under
+    ``ATEN_CPU_CAPABILITY=avx2`` never reads the chapters a native build
+    executed, nor the reverse."""
     digest = hashlib.sha256(KERNEL_CONFIG.encode())
     for name, value in sorted(ENVIRONMENT.items()):
         digest.update(f"\0{name}={value}".encode())
+    for name in CPU_VARIABLES:
+        if os.environ.get(name):
+            digest.update(f"\0{name}={os.environ[name]}".encode())
     return digest.hexdigest()[:16]
 
 
