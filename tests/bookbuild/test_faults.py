@@ -53,8 +53,10 @@ Some prose.
 def shape(n):
     return [0] * n
 
-y = shape(2)
-assert len(y) == 3, "three values expected"
+def check(y):  # a function's assert raises (a cell's own is a claim: test_claims)
+    assert len(y) == 3, "three values expected"
+
+check(shape(2))
 ```
 
 ```{code-cell} ipython3

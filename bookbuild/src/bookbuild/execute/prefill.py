@@ -31,6 +31,16 @@ same error). Its pages from an earlier build, in every language, are deleted
 with their doctrees (:func:`forget_pages`): nothing of the site looks current
 for a chapter that does not run, and Sphinx reads it again once it does.
 
+A failed ``assert`` of a cell is not such a failure: in these kernels it is a
+claim, recorded instead of raised (:mod:`bookbuild.execute.claims`, set up
+before each run). A chapter whose claims failed is cached with them (in its
+record's data) and marked ready, and the build goes on; at its end, the
+prefill lists every failed claim of the book, where it is and the sentence it
+guards (:func:`tell_claims`), and leaves the list for ``make book`` to print
+again after the builds' summary (:meth:`Beside.claims_message`). The site
+then leaves such a page out, or marks its sentences
+(:mod:`bookbuild.site.claim_notices`).
+
 Every kernel gets the book's kernel environment (:mod:`bookbuild.execute.kernel_config`:
 the same string hashes in every build, short tracebacks). Before a chapter is
 cached, the pieces of text its cells printed are joined into one output per
@@ -77,7 +87,7 @@ from pathlib import Path
 
 import yaml
 
-from bookbuild.execute import environment, kernel_config, kernels
+from bookbuild.execute import claims, environment, kernel_config, kernels
 from bookbuild.execute.cache import (
     DEFAULT_PATHS,
     ENDED,
@@ -133,10 +143,12 @@ def execute(runs: list, execution: dict, manager=WarmKernelManager) -> list:
 
     def finished() -> list:  # the runs that ended, with their outcomes
         ended = runs[: len(outcomes)]
-        return [
-            (run, ExecutionResult(run.nb, cwd, *outcome))
-            for run, outcome in zip(ended, outcomes, strict=True)
-        ]
+        done = []
+        for run, (seconds, error, trace, recorded) in zip(ended, outcomes, strict=True):
+            result = ExecutionResult(run.nb, cwd, seconds, error, trace)
+            result.claims = recorded  # its asserts (bookbuild.execute.claims)
+            done.append((run, result))
+        return done
 
     def not_run(error, trace="", seconds=0.0) -> list:  # the others
         return [
@@ -178,10 +190,11 @@ def execute(runs: list, execution: dict, manager=WarmKernelManager) -> list:
     return finished() + not_run(Interrupted("not started"))  # Ctrl-C between runs
 
 
-def in_kernel(call: str) -> str:
-    """The code that runs ``call`` of :mod:`bookbuild.execute.fresh_state` in a
-    kernel, silently (the module is imported there, not in this process)."""
-    return f"__import__('bookbuild.execute.fresh_state').execute.fresh_state.{call}"
+def in_kernel(call: str, module: str = "fresh_state") -> str:
+    """The code that runs ``call`` of ``bookbuild.execute.<module>``
+    (:mod:`bookbuild.execute.fresh_state` by default) in a kernel, silently
+    (the module is imported there, not in this process)."""
+    return f"__import__('bookbuild.execute.{module}').execute.{module}.{call}"
 
 
 #: Run in a kernel that will execute several runs: before the first, and
@@ -194,6 +207,13 @@ HIDE_FIGURES = in_kernel("show_figures(False)")
 SHOW_FIGURES = in_kernel("show_figures(True)")
 #: The tags of a cell whose outputs the page does not show (myst-nb).
 OUTPUTS_REMOVED = {"remove-output", "remove-cell"}
+#: Run before each run: its asserts recorded, not raised
+#: (:mod:`bookbuild.execute.claims`); after it, what they recorded is asked.
+START_CLAIMS = in_kernel("start()", "claims")
+CLAIMS_RECORDED = in_kernel("records()", "claims")
+#: Around a cell that shows its error (tag ``raises-exception``): plain asserts.
+PLAIN_ASSERTS = in_kernel("plain(True)", "claims")
+RECORDED_ASSERTS = in_kernel("plain(False)", "claims")
 
 
 #: Asked of a kernel whose cell just failed: the (file, line) of each frame of
@@ -221,13 +241,19 @@ def client_class():
         failed_line: int | None = None
         #: The kernel draws no figure at the end of a cell (show_figures).
         figures_hidden = False
+        #: The kernel keeps plain asserts (a ``raises-exception`` cell).
+        asserts_plain = False
+        #: This run's cells by the kernel's execution count (claims' keys).
+        cells_by_count: dict[int, int]
 
         async def async_execute_all(self, notebooks: list, outcomes: list) -> None:
             """Execute ``notebooks`` one after the other in one kernel, each
-            as if in a fresh one; append ``(seconds, error, traceback)`` to
-            ``outcomes`` as each ends (a failing cell is its notebook's error;
-            a kernel that dies raises, as ``execute`` does)."""
+            as if in a fresh one; append ``(seconds, error, traceback,
+            claims)`` to ``outcomes`` as each ends (a failing cell is its
+            notebook's error; a kernel that dies raises, as ``execute`` does;
+            ``claims``: what its asserts recorded, :mod:`bookbuild.execute.claims`)."""
             start = time.perf_counter()
+            self.on_cell_executed = self.note_execution_count
             async with self.async_setup_kernel():
                 for number, notebook in enumerate(notebooks):
                     if kernels.stopping():
@@ -235,19 +261,27 @@ def client_class():
                     if len(notebooks) > 1:
                         code = RESTORE_FRESH if number else REMEMBER_FRESH
                         await self.run_silently(code)
+                    await self.run_silently(START_CLAIMS)
                     self.nb = notebook
                     self.figures_hidden = False  # a fresh kernel's (restore)
+                    self.asserts_plain = False  # (claims.start)
+                    self.cells_by_count = {}
                     self.reset_execution_trackers()
                     self.failed_cell = self.failed_line = None
                     error = trace = None
+                    recorded: list = []
                     try:
                         await self.async_execute_notebook()
+                        recorded = await self.claims_recorded()
                     except (CellExecutionError, CellTimeoutError) as cell_error:
                         error, trace = cell_error, traceback.format_exc()
                         error.failed_cell = self.failed_cell  # failure_report
                         error.failed_line = self.failed_line
+                        if isinstance(cell_error, CellExecutionError):
+                            # (not a timeout: the kernel is still busy)
+                            recorded = await self.claims_recorded()
                     end = time.perf_counter()
-                    outcomes.append((end - start, error, trace))
+                    outcomes.append((end - start, error, trace, recorded))
                     start = end
 
         execute_all = run_sync(async_execute_all)
@@ -272,6 +306,12 @@ def client_class():
                 if hidden != self.figures_hidden:  # the kernel's setting changes
                     await self.run_silently(HIDE_FIGURES if hidden else SHOW_FIGURES)
                     self.figures_hidden = hidden
+                plain = "raises-exception" in tags
+                if plain != self.asserts_plain:
+                    await self.run_silently(
+                        PLAIN_ASSERTS if plain else RECORDED_ASSERTS
+                    )
+                    self.asserts_plain = plain
             try:
                 return await super().async_execute_cell(
                     cell, cell_index, *args, **kwargs
@@ -281,6 +321,37 @@ def client_class():
                 if isinstance(error, CellExecutionError):
                     self.failed_line = await self.line_of_error()
                 raise
+
+        def note_execution_count(self, cell, cell_index, execute_reply) -> None:
+            """nbclient's hook after each cell: which cell ran under which
+            execution count of the kernel (the claims' key)."""
+            count = ((execute_reply or {}).get("content") or {}).get("execution_count")
+            if count is not None:
+                self.cells_by_count[count] = cell_index
+
+        async def claims_recorded(self) -> list[dict]:
+            """What the run's asserts recorded, by cell (claims.by_cell);
+            raises when the kernel cannot say (a bug, not the chapter's)."""
+            import ast
+
+            from bookbuild.execute.claims import by_cell
+
+            msg_id = self.kc.execute(
+                "",
+                silent=True,
+                store_history=False,
+                user_expressions={"claims": CLAIMS_RECORDED},
+            )
+            reply = await self.async_wait_for_reply(msg_id)
+            found = (reply or {}).get("content", {}).get("user_expressions", {})
+            found = found.get("claims", {})
+            if found.get("status") != "ok":
+                raise RuntimeError(
+                    f"{CLAIMS_RECORDED} failed in the kernel: "
+                    f"{found.get('ename')}: {found.get('evalue')}"
+                )
+            text = ast.literal_eval(found["data"]["text/plain"])
+            return by_cell(text, self.cells_by_count)
 
         async def line_of_error(self) -> int | None:
             """The line of the failing cell where the error arose: in a
@@ -421,13 +492,23 @@ def join_streams(notebook) -> None:
 
 
 def store(cache, project_nb, result, root: Path | None = None) -> int:
-    """Cache a chapter that ran; or report where it failed, record its traceback
-    (as jupyter-cache's own executors do) and forget its pages; 0 when cached."""
+    """Cache a chapter that ran, with its failed claims if any (its asserts
+    that did not hold: :mod:`bookbuild.execute.claims`, in the record's data,
+    :data:`~bookbuild.execute.claims.FAILED_CLAIMS`); or report where it
+    failed, record its traceback (as jupyter-cache's own executors do) and
+    forget its pages; 0 when cached."""
     from jupyter_cache.cache.db import NbProjectRecord
     from jupyter_cache.executors.utils import create_cache_bundle
 
     if result.err is not None:
         print(failure_report(project_nb, result.err, root), flush=True)
+        for claim in claims.failures(project_nb, getattr(result, "claims", []), root):
+            measured = f": {claim['measured']} is false" if claim["measured"] else ""
+            print(
+                f"  before it, a claim did not hold: {claim['file']}:"
+                f"{claim['line']}: {claim['check']}{measured}",
+                flush=True,
+            )
         if project_nb.pk:  # not a translation's run (not a project record)
             NbProjectRecord.set_traceback(project_nb.uri, result.exc_string, cache.db)
         if root is not None:
@@ -436,8 +517,46 @@ def store(cache, project_nb, result, root: Path | None = None) -> int:
         return 1
     join_streams(project_nb.nb)  # executed in place
     bundle = create_cache_bundle(project_nb, result.cwd, None, result.time, None)
+    failed = claims.failures(project_nb, getattr(result, "claims", []), root)
+    if failed:
+        bundle.data[claims.FAILED_CLAIMS] = failed
     cache.cache_notebook_bundle(bundle, check_validity=False, overwrite=True)
     return 0
+
+
+def kept_claims(root: Path, cache) -> list[dict]:
+    """The failed claims kept with every chapter of the book in the cache, in
+    every language (those of the chapters as they are now)."""
+    found = []
+    for record in cache.list_project_records():
+        cached = cache.get_cached_project_nb(record.pk)
+        if cached is not None:
+            found += (cached.data or {}).get(claims.FAILED_CLAIMS, [])
+    for _, notebook in translated_runs(root):
+        try:
+            cached = cache.match_cache_notebook(notebook)
+        except KeyError:
+            continue
+        found += (cached.data or {}).get(claims.FAILED_CLAIMS, [])
+    return found
+
+
+#: In the folder of the builds beside the prefill (``READY_FOLDER``): what it
+#: said of the failed claims, for ``make book`` to say again at its end.
+CLAIMS_MESSAGE = "claims"
+
+
+def tell_claims(root: Path, cache) -> None:
+    """Print the message about every failed claim of the book (none: nothing),
+    and leave it for the builds beside the prefill (:meth:`Beside.claims_message`)."""
+    address = ((book_config(root).get("repository") or {}).get("url") or "").strip()
+    issues = f"{address.rstrip('/')}/issues" if address else ""
+    text = claims.message(kept_claims(root, cache), claims.note_mode(), issues)
+    if text:
+        print(text, flush=True)
+    folder = os.environ.get(READY_FOLDER)
+    if folder and text:
+        Path(folder, CLAIMS_MESSAGE).write_text(text + "\n", encoding="utf-8")
 
 
 def drop_partial_entries(cache) -> list[str]:
@@ -518,6 +637,7 @@ def _prefill(root: Path) -> int:
             mark_ready(language, page)
     if not todo and not translated:
         print(f"prefill: all chapters cached ({time.perf_counter() - start:.1f} s)")
+        tell_claims(root, cache)
         return 0
     kernels.start_warm_process()
     # One task per chapter: its English run, then its translations' (those not
@@ -571,6 +691,11 @@ def _prefill(root: Path) -> int:
                     status = (
                         "failed" if result.err is not None else f"{result.time:.1f} s"
                     )
+                    failed_claims = sum(
+                        claim["failures"] > 0 for claim in getattr(result, "claims", [])
+                    )
+                    if failed_claims and code == 0:
+                        status += f", {failed_claims} claim(s) did not hold"
                     print(
                         f"prefill: [{len(outcomes)}/{count}] "
                         f"{run_name(root, project_nb.uri)} ({status})",
@@ -607,6 +732,8 @@ def _prefill(root: Path) -> int:
             else ""
         )
     )
+    if not failed:  # a chapter that failed stops the build: its claims are moot
+        tell_claims(root, cache)
     return 1 if failed else 0
 
 
@@ -685,6 +812,11 @@ class Beside:
             process_group=0,  # a Ctrl-C is for the caller to handle
         )
 
+    def claims_message(self) -> str:
+        """What the prefill said of the failed claims (empty: none failed)."""
+        path = self.folder / CLAIMS_MESSAGE
+        return path.read_text(encoding="utf-8").rstrip() if path.is_file() else ""
+
     def poll(self) -> int | None:
         """The prefill's exit code once it ended, else None."""
         if self.code is None and self.process.poll() is not None:
@@ -704,12 +836,25 @@ def translated_notebooks(root: Path, cache) -> list:
     """Each translated language's chapters not in the cache yet, as the
     translation's build reads them (their code translated), ready to run."""
     from jupyter_cache.base import ProjectNb
+
+    found = []
+    for path, notebook in translated_runs(root):
+        try:
+            cache.match_cache_notebook(notebook)
+        except KeyError:
+            found.append(ProjectNb(pk=0, uri=str(path), nb=notebook))
+    return found
+
+
+def translated_runs(root: Path):
+    """Each translated language's chapters as its build reads them (their code
+    translated): ``(path, notebook)``, the source written at ``path``
+    (:data:`TRANSLATED_SOURCES`) for the failure reports."""
     from myst_nb.core.read import read_myst_markdown_notebook
 
     from bookbuild.i18n.code import CODE_CELL, translated_source
     from bookbuild.i18n.translations import translated_languages
 
-    found = []
     for language in translated_languages(root):
         for page in pages(root):
             if not is_notebook(root, page):
@@ -725,11 +870,7 @@ def translated_notebooks(root: Path, cache) -> list:
             notebook = read_myst_markdown_notebook(
                 text, add_source_map=True, path=str(path)
             )
-            try:
-                cache.match_cache_notebook(notebook)
-            except KeyError:
-                found.append(ProjectNb(pk=0, uri=str(path), nb=notebook))
-    return found
+            yield path, notebook
 
 
 if __name__ == "__main__":

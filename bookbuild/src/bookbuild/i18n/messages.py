@@ -89,6 +89,25 @@ FRENCH: dict[str, str] = {
     "Status": "État",
     # bookbuild.i18n.languages: the language switcher
     "Language": "Langue",
+    # bookbuild.site.claim_notices: after a sentence whose check failed
+    "On the machine that built this page, the check behind the sentence above\n"
+    "did not hold: {check} (measured: {measured} is false). The sentence is about\n"
+    "a model trained while the book was built; on this CPU the training ended\n"
+    "differently.": (
+        "Sur la machine qui a construit cette page, la vérification qui appuie la\n"
+        f"phrase ci-dessus n’a pas tenu{NNBSP}: {{check}}\n"
+        f"(mesuré{NNBSP}: {{measured}} est faux). La phrase porte sur un modèle\n"
+        f"entraîné pendant la construction du livre{NNBSP}; sur ce processeur,\n"
+        "l’entraînement a fini autrement."
+    ),
+    "On the machine that built this page, the check behind the sentence above\n"
+    "did not hold: {check}. The sentence is about a model trained while the\n"
+    "book was built; on this CPU the training ended differently.": (
+        "Sur la machine qui a construit cette page, la vérification qui appuie la\n"
+        f"phrase ci-dessus n’a pas tenu{NNBSP}: {{check}}. La phrase porte sur un\n"
+        f"modèle entraîné pendant la construction du livre{NNBSP}; sur ce processeur,\n"
+        "l’entraînement a fini autrement."
+    ),
     # bookbuild.i18n.solution_titles: the heading of a solution
     "Solution to ": "Solution de l’",
     "exercise {number}": "exercice {number}",

@@ -23,7 +23,9 @@
   (``make book``), the prefill runs beside the builds
   (:class:`bookbuild.execute.prefill.Beside`): each build reads a page once its
   chapter is in the cache, and a chapter that fails stops them (the prefill
-  says where; what they wrote into the site is removed). Before anything, the
+  says where; what they wrote into the site is removed); the prefill's list of
+  the claims that did not hold on this machine (:mod:`bookbuild.execute.claims`)
+  is printed again at the end. Before anything, the
   environment is checked (:mod:`bookbuild.execute.environment`: Sphinx executes
   a chapter the cache lacks). Ctrl-C stops both builds and the kernels they
   started (:func:`stop_builds`), removes every file they had written into the
@@ -611,6 +613,7 @@ def site(
         failed = ["the root language"] * bool(root_code)
         failed += ["the translations"] * bool(others_code)
         print(f"site: the build of {' and '.join(failed)} failed")
+    say_claims_again(beside)
     return root_code or others_code
 
 
@@ -789,6 +792,15 @@ def prefill_failed(beside, started: str) -> bool:
     return bool(beside.code)
 
 
+def say_claims_again(beside) -> None:
+    """At the end, what the prefill beside the builds said of the claims that
+    did not hold on this machine (:mod:`bookbuild.execute.claims`): the builds'
+    output came after it."""
+    text = beside.claims_message() if beside is not None else ""
+    if text:
+        print(text, flush=True)
+
+
 def stopped_by_the_prefill(
     root: Path, path_output: Path | None, since: float, code: int
 ) -> int:
@@ -886,6 +898,7 @@ def site_logged(
             f"site: the build of {' and '.join(failed)} failed (strict: one "
             "warning fails it); what failed is above, all of it in the log"
         )
+    say_claims_again(beside)
     return next((code for code, _ in ended.values() if code), 0)
 
 
