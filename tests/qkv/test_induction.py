@@ -255,7 +255,7 @@ def test_every_seed_0_to_4_learns_to_copy_with_an_induction_head_in_layer_1(
     """slow: trains the chapter's run of this seed (shared with the build)."""
     vocab = VOCAB_SIZE
     result = train(seed=seed)
-    assert result.repeat_accuracy >= 0.9
+    assert result.repeat_accuracy >= 0.85  # measured 0.929 or more
     assert result.first_accuracy <= 2 / vocab
     layer, head = result.induction_head
     assert layer == 1 and result.induction_scores[layer, head] >= 0.5
@@ -296,7 +296,8 @@ def test_free_running_is_less_accurate_than_teacher_forced_on_seeds_0_to_4(
 ):
     """slow: trains the chapter's run of this seed (shared with the build)."""
     result = train(seed=seed)
-    assert result.free_running < result.teacher_forced
+    # by 0.04 or more natively and under the emulated CPUs: asserted with room
+    assert result.teacher_forced - result.free_running >= 0.02
 
 
 def first_step(result, key, level):

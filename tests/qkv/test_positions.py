@@ -389,7 +389,8 @@ def test_relative_encodings_extrapolate_and_absolute_ones_do_not_on_seeds_0_to_4
             r[e].unseen_accuracy for e in absolute
         ), seed
         for encoding in relative:  # keep their accuracy
-            assert r[encoding].unseen_accuracy > 0.9, (seed, encoding)
+            # measured 0.923 or more, natively and under the emulated CPUs
+            assert r[encoding].unseen_accuracy > 0.85, (seed, encoding)
             gap = r[encoding].train_accuracy - r[encoding].long_accuracy
             assert gap < 0.05, (seed, encoding)
         for encoding in absolute:  # lose it
@@ -397,7 +398,7 @@ def test_relative_encodings_extrapolate_and_absolute_ones_do_not_on_seeds_0_to_4
             gap = r[encoding].train_accuracy - r[encoding].long_accuracy
             assert gap > 0.15, (seed, encoding)
     # every model with positions learns the task, the one without does not
-    assert lowest_train > 0.93
+    assert lowest_train > 0.9  # measured 0.9515 or more
     assert highest_none < 0.85
 
 

@@ -216,7 +216,7 @@ def test_every_seed_0_to_4_beats_the_bigram_and_the_uniform_guess(
     for name in ("en", "fr", "all"):
         assert result.heldout[name] < result.bigram[name] - 0.3
         assert result.bigram[name] < result.uniform
-    assert result.heldout["fr"] < result.heldout["en"]
+    assert result.heldout["en"] - result.heldout["fr"] > 0.04  # measured 0.075+
     assert result.curve["en"][-1] < result.curve["en"][0]
     assert result.curve["fr"][-1] < result.curve["fr"][0]
     for prompt in ("The attention of ", "L'attention de "):
