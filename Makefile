@@ -10,6 +10,7 @@
 #       browser, in about a minute), make lint-js (the JavaScript linter),
 #       make serve (the built site on http://127.0.0.1:8000), make clean,
 #       make pdf (a PDF handout per chapter), make bench (build timings),
+#       make portability (every claim under emulated CPUs),
 #       make bench-toy (the trained toy model), make bench-models (the vision
 #       and translation models against their targets), make bench-attention
 #       (qkv's fast path against PyTorch's), make same-site (two clean
@@ -61,7 +62,7 @@ $(CLAIMS_MODE): FORCE
 	@echo "$(CLAIMS)" | cmp -s - $@ || echo "$(CLAIMS)" > $@
 FORCE:
 
-.PHONY: FORCE book check test lint-js serve clean bench bench-toy bench-attention bench-models pdf lock addresses notebooks-branch same-site translations english-words corpus
+.PHONY: FORCE book check test portability lint-js serve clean bench bench-toy bench-attention bench-models pdf lock addresses notebooks-branch same-site translations english-words corpus
 
 # Every package at the version of requirements.lock (uv installs them in
 # seconds), torch as above, and the book's two packages (qkv, bookbuild) editable.
@@ -199,6 +200,15 @@ bench-toy: $(INSTALLED)
 # The models of "Attention on images" and "Cross-attention" against their targets.
 bench-models: $(INSTALLED)
 	$(BIN)/python -m bookbuild.tools.bench_models
+
+# Every chapter executed again under the native CPU and two emulated ones
+# (ATEN_CPU_CAPABILITY=avx2, =default, with MKL's and oneDNN's limits), every
+# model trained again, every claim (assert) recorded: fails on a claim that
+# fails on one of them, or holds by less than 5 % where the CPU moves it
+# (bookbuild.tools.portability; CONTRIBUTING, "Claims about trained runs").
+# About 5 minutes per emulated CPU on 2 cores; CI runs it after make test.
+portability: $(INSTALLED)
+	$(BIN)/python -m bookbuild.tools.portability
 
 # Two clean builds in _build/same-site/{a,b}, compared file by file: only the
 # pages that show build-time timings may differ (minutes: two cold builds).

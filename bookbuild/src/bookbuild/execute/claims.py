@@ -59,6 +59,9 @@ MODE = "QKV_CLAIMS"
 NOTE = "note"
 #: The key of a chapter's failed claims in its execution cache record's data.
 FAILED_CLAIMS = "failed_claims"
+#: The key of every order comparison its claims made, failed or not, with the
+#: worst margin (what ``make portability`` compares across CPUs).
+CLAIM_MARGINS = "claim_margins"
 #: How many characters of the guarded sentence the messages show.
 GUARD_WIDTH = 100
 
@@ -326,14 +329,17 @@ def measured(claim: dict) -> str:
     """What was measured when the claim failed, ``7 >= 8``; empty if it was
     not a comparison."""
     failed = claim.get("failed") or {}
-    if not failed:
+    if not {"left", "op", "right"} <= failed.keys():
         return ""
     return f"{failed['left']} {failed['op']} {failed['right']}"
 
 
-def failures(project_nb, recorded: list[dict], root: Path | None = None) -> list[dict]:
-    """The claims of a run (:func:`by_cell`) that failed, as the reader reads
-    them: ``file`` and ``line`` (the chapter's own source, also for a
+def failures(
+    project_nb, recorded: list[dict], root: Path | None = None, *, margins: bool = False
+) -> list[dict]:
+    """The claims of a run (:func:`by_cell`) that failed (with ``margins``:
+    those that failed and every order comparison, with its worst case), as the
+    reader reads them: ``file`` and ``line`` (the chapter's own source, also for a
     translation's run), ``source_line`` and ``guards_line`` (lines of the
     source this run executed: what its Sphinx build reads), the code cell's
     number, the check and what was measured, the sentence it guards."""
@@ -346,7 +352,8 @@ def failures(project_nb, recorded: list[dict], root: Path | None = None) -> list
     cells = project_nb.nb.cells
     found = []
     for claim in recorded:
-        if not claim["failures"] or claim["cell"] >= len(cells):
+        wanted = claim["failures"] or (margins and claim.get("worst"))
+        if not wanted or claim["cell"] >= len(cells):
             continue
         index = claim["cell"]
         source = cells[index].source.splitlines() or [""]
@@ -363,6 +370,7 @@ def failures(project_nb, recorded: list[dict], root: Path | None = None) -> list
                 "check": claim["check"],
                 "measured": measured(claim),
                 "margin": (claim.get("worst") or {}).get("margin"),
+                "worst": measured({"failed": claim.get("worst")}),
                 "runs": claim["runs"],
                 "failures": claim["failures"],
                 "message": claim.get("message"),

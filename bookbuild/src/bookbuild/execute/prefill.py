@@ -517,9 +517,15 @@ def store(cache, project_nb, result, root: Path | None = None) -> int:
         return 1
     join_streams(project_nb.nb)  # executed in place
     bundle = create_cache_bundle(project_nb, result.cwd, None, result.time, None)
-    failed = claims.failures(project_nb, getattr(result, "claims", []), root)
+    recorded = getattr(result, "claims", [])
+    failed = claims.failures(project_nb, recorded, root)
     if failed:
         bundle.data[claims.FAILED_CLAIMS] = failed
+    bundle.data[claims.CLAIM_MARGINS] = [
+        claim
+        for claim in claims.failures(project_nb, recorded, root, margins=True)
+        if claim["margin"] is not None
+    ]
     cache.cache_notebook_bundle(bundle, check_validity=False, overwrite=True)
     return 0
 
