@@ -41,6 +41,7 @@ to the key that matches its query, with and without the division by sqrt(d_k).
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import random
 import time
@@ -218,6 +219,25 @@ def encode(examples: list[Example]) -> Batch:
     labels = torch.tensor([e.label for e in examples])
     antecedent = torch.tensor([width - len(e.words) + e.antecedent for e in examples])
     return Batch(ids, positions, keep, labels, antecedent)
+
+
+@functools.lru_cache(maxsize=5)
+def training_batches(
+    seed: int, steps: int, batch_size: int, subject_alone: float = SUBJECT_ALONE
+) -> tuple[Batch, ...]:
+    """The ``steps`` batches of ``batch_size`` sentences that ``train(seed)``
+    reads, in order, drawn with ``random.Random(seed)``.
+
+    They depend on these arguments only, not on the model: the chapter
+    *how-attention-learns* trains three models per seed (its model and the two
+    of :data:`MODEL_BASELINES`) on the same sentences, drawn and encoded once
+    (the batches of the last five seeds are kept).
+    """
+    rng = random.Random(seed)
+    return tuple(
+        encode([make_example(rng, subject_alone) for _ in range(batch_size)])
+        for _ in range(steps)
+    )
 
 
 POOLINGS = ("attention", "mean")
@@ -595,18 +615,17 @@ def train(
         value_positions=value_positions,
     )
     initial_model = copy.deepcopy(model)
-    rng = random.Random(seed)
     heldout = heldout_examples(seed, n_heldout)
     heldout_batch = encode(heldout)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    # foreach: every tensor in one call, the same numbers, less Python per step
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr, foreach=True)
     loss_fn = nn.CrossEntropyLoss()
     history: list[float] = []
     grad_norms: dict[str, list[float]] = {"W_q": [], "W_k": [], "W_v": [], "W_o": []}
     start, cpu_start = time.perf_counter(), time.process_time()
+    batches = training_batches(seed, steps, batch_size, subject_alone)
     with torch.enable_grad():  # even if the caller switched gradients off
-        for _ in range(steps):
-            examples = [make_example(rng, subject_alone) for _ in range(batch_size)]
-            batch = encode(examples)
+        for batch in batches:
             logits, _ = model(batch)
             loss = loss_fn(logits, batch.labels)
             optimizer.zero_grad()

@@ -589,7 +589,10 @@ def train(
     generator = torch.Generator().manual_seed(seed)
     n_train = len(data.train_labels)
     steps_per_epoch = -(-n_train // batch_size)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    # foreach: every tensor in one call, the same numbers, less Python per step
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=lr, weight_decay=weight_decay, foreach=True
+    )
     schedule = torch.optim.lr_scheduler.OneCycleLR(
         optimizer,
         max_lr=lr,
