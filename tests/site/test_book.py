@@ -26,6 +26,13 @@ def test_book_builds_strictly(built_book):
     assert "build succeeded" in built_book.output, tail
 
 
+def test_the_build_prints_no_error_line_of_a_kernel(built_book):
+    """jupyter_client interrupts each kernel before it shuts it down; a kernel
+    still ending a request logged an ERROR line for it (kernel_config)."""
+    assert "KeyboardInterrupt caught in kernel" not in built_book.output
+    assert "[IPKernelApp] ERROR" not in built_book.output
+
+
 def test_chapters_ran_in_kernels_forked_from_the_warm_process(built_book):
     if "prefill: all chapters cached" in built_book.output:
         pytest.skip("every chapter came from the execution cache: nothing ran")

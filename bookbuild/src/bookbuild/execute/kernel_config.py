@@ -22,7 +22,10 @@ Answer: the book's kernels run with
   ``Minimal`` mode does (``ValueError: query and key must ...``: the error
   alone, no paths), keeps no history database (kernels run in parallel), and
   drops ipykernel's notice about TCP (the prefill's kernels use IPC and never
-  print it; kernels that myst-nb starts itself cannot be told to).
+  print it; kernels that myst-nb starts itself cannot be told to) and the
+  "KeyboardInterrupt caught in kernel" it logs as an ERROR when jupyter_client
+  interrupts it before shutting it down (as it always does) while it ends a
+  request.
 
 The prefill sets this environment before it starts any kernel
 (:func:`apply`); as a Sphinx extension, this module sets it in the Sphinx
@@ -56,10 +59,14 @@ c.HistoryManager.enabled = False
 
 
 class _NoTcpNotice(logging.Filter):
-    """ipykernel's notice that a kernel talks over TCP without encryption."""
+    """ipykernel's notice that a kernel talks over TCP without encryption, and
+    its error line when jupyter_client interrupts it on the way to shutting it
+    down (it always does) while it still ends a request: nothing went wrong."""
 
     def filter(self, record):
-        return not str(record.msg).startswith("Kernel is running over TCP")
+        return not str(record.msg).startswith(
+            ("Kernel is running over TCP", "KeyboardInterrupt caught in kernel")
+        )
 
 
 logging.getLogger("IPKernelApp").addFilter(_NoTcpNotice())
