@@ -417,7 +417,7 @@ def test_which_heads_the_model_needs_changes_with_the_seed_on_seeds_0_to_4(
     run = chapter_run(3)
     shares = toy.slot_attention(run.model, run.heldout)
     assert min(shares["subject"]) > 0.8  # measured 0.89 or more
-    assert min(toy.head_ablation(run.model, toy.encode(run.heldout))) >= 0.95
+    assert min(toy.head_ablation(run.model, toy.encode(run.heldout))) >= 0.9
 
 
 @pytest.mark.slow
