@@ -329,45 +329,40 @@ def client_class():
             if count is not None:
                 self.cells_by_count[count] = cell_index
 
-        async def claims_recorded(self) -> list[dict]:
-            """What the run's asserts recorded, by cell (claims.by_cell);
-            raises when the kernel cannot say (a bug, not the chapter's)."""
+        async def evaluate(self, expression: str):
+            """The value of ``expression`` in the kernel, outside any notebook
+            (a Python literal, read back with ast.literal_eval); raises when
+            the kernel cannot evaluate it."""
             import ast
-
-            from bookbuild.execute.claims import by_cell
 
             msg_id = self.kc.execute(
                 "",
                 silent=True,
                 store_history=False,
-                user_expressions={"claims": CLAIMS_RECORDED},
+                user_expressions={"value": expression},
             )
             reply = await self.async_wait_for_reply(msg_id)
             found = (reply or {}).get("content", {}).get("user_expressions", {})
-            found = found.get("claims", {})
+            found = found.get("value", {})
             if found.get("status") != "ok":
                 raise RuntimeError(
-                    f"{CLAIMS_RECORDED} failed in the kernel: "
+                    f"{expression} failed in the kernel: "
                     f"{found.get('ename')}: {found.get('evalue')}"
                 )
-            text = ast.literal_eval(found["data"]["text/plain"])
-            return by_cell(text, self.cells_by_count)
+            return ast.literal_eval(found["data"]["text/plain"])
+
+        async def claims_recorded(self) -> list[dict]:
+            """What the run's asserts recorded, by cell (claims.by_cell);
+            raises when the kernel cannot say (a bug, not the chapter's)."""
+            from bookbuild.execute.claims import by_cell
+
+            return by_cell(await self.evaluate(CLAIMS_RECORDED), self.cells_by_count)
 
         async def line_of_error(self) -> int | None:
             """The line of the failing cell where the error arose: in a
             function the cell defines, the innermost; else the cell's own."""
-            import ast
-
             try:
-                msg_id = self.kc.execute(
-                    "",
-                    silent=True,
-                    store_history=False,
-                    user_expressions={"frames": FAILING_FRAMES},
-                )
-                reply = await self.async_wait_for_reply(msg_id)
-                found = reply["content"]["user_expressions"]["frames"]
-                frames = ast.literal_eval(found["data"]["text/plain"])
+                frames = await self.evaluate(FAILING_FRAMES)
             except Exception:  # no line is better than no report
                 return None
             cell_file = frames[0][0]
