@@ -57,3 +57,25 @@ def test_bounds_round_the_safe_way(value, digits, down, up):
     assert round_down(value, digits) == pytest.approx(down)
     assert round_up(value, digits) == pytest.approx(up)
     assert round_down(value, digits) <= value <= round_up(value, digits)
+
+
+@pytest.mark.parametrize(
+    ("value", "figures", "down", "up"),
+    [
+        (2.05e-07, 1, 2e-07, 3e-07),
+        (1.19e-07, 1, 1e-07, 2e-07),
+        (9.6e-07, 1, 9e-07, 1e-06),
+        (3.41e-09, 2, 3.4e-09, 3.5e-09),
+        (1e-05, 1, 1e-05, 1e-05),
+        (0.0, 1, 0.0, 0.0),
+    ],
+)
+def test_bounds_round_the_safe_way_in_significant_figures(value, figures, down, up):
+    """Bounds printed as 2e-07 (``:.0e``) round on their significant figures."""
+    assert round_down(value, figures, significant=True) == pytest.approx(down)
+    assert round_up(value, figures, significant=True) == pytest.approx(up)
+    assert (
+        round_down(value, figures, significant=True)
+        <= value
+        <= round_up(value, figures, significant=True)
+    )

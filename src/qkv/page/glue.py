@@ -198,23 +198,31 @@ def plain(value: object) -> object:
     return value
 
 
-def round_down(value: float, digits: int = 1) -> float:
+def _rounded(value: float, digits: int, significant: bool, mode: str) -> float:
+    number = Decimal(repr(float(value)))
+    if significant:
+        if number == 0:
+            return 0.0
+        step = Decimal(1).scaleb(number.adjusted() - digits + 1)
+    else:
+        step = Decimal(1).scaleb(-digits)
+    return float(number.quantize(step, mode))
+
+
+def round_down(value: float, digits: int = 1, *, significant: bool = False) -> float:
     """``value`` rounded down to ``digits`` decimals: a lower bound in prose
     ("at least 3.0") stays true (3.04 gives 3.0, never 3.1). Computed on the
-    decimal text of the float, so 0.3 stays 0.3."""
-    return float(
-        Decimal(repr(float(value))).quantize(Decimal(1).scaleb(-digits), "ROUND_FLOOR")
-    )
+    decimal text of the float, so 0.3 stays 0.3. With ``significant``,
+    ``digits`` counts significant figures, for numbers printed as ``:.0e``
+    (``digits=1``) or ``:.1e`` (``digits=2``)."""
+    return _rounded(value, digits, significant, "ROUND_FLOOR")
 
 
-def round_up(value: float, digits: int = 1) -> float:
+def round_up(value: float, digits: int = 1, *, significant: bool = False) -> float:
     """``value`` rounded up to ``digits`` decimals: an upper bound in prose ("at
-    most 0.13") stays true (0.121 gives 0.13)."""
-    return float(
-        Decimal(repr(float(value))).quantize(
-            Decimal(1).scaleb(-digits), "ROUND_CEILING"
-        )
-    )
+    most 0.13") stays true (0.121 gives 0.13). With ``significant``, ``digits``
+    counts significant figures: 2.05e-07 rounded up to one is 3e-07."""
+    return _rounded(value, digits, significant, "ROUND_CEILING")
 
 
 def glue(name: str, value: object) -> None:
