@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import numbers
 
+import torch
 from torch import Generator, Tensor
 
 from qkv.language import text
@@ -26,6 +27,7 @@ __all__ = [
     "check_index",
     "check_int",
     "check_positive",
+    "check_token_ids",
     "message",
 ]
 
@@ -119,6 +121,14 @@ _FRENCH = {
     "{weights}: convert one of them, e.g. module.to({dtype})": (
         "`{name}` a le `dtype` {dtype} mais les poids du module ont le `dtype` "
         "{weights} : convertissez l'un des deux, par exemple `module.to({dtype})`"
+    ),
+    "{name} must be a long tensor of token ids of shape {shapes}, got {got}": (
+        "`{name}` doit être un tenseur d'entiers longs (des identifiants de "
+        "jetons) de forme {shapes}, reçu {got}"
+    ),
+    "{name} must be ids in [0, {vocab}), got ids from {low} to {high}": (
+        "`{name}` doit contenir des identifiants dans [0, {vocab}), reçu des "
+        "identifiants de {low} à {high}"
     ),
     "embed_dim={dim} must be divisible by num_heads={heads}": (
         "`embed_dim={dim}` doit être divisible par `num_heads={heads}`"
@@ -253,6 +263,46 @@ def check_index(name: str, value: int, size: int) -> int:
             )
         )
     return value
+
+
+def check_token_ids(
+    name: str, tokens: Tensor, vocab_size: int, shapes: tuple[str, ...] = ("(B, T)",)
+) -> None:
+    """Raise ``ValueError`` unless ``tokens`` is a long tensor of one of the
+    ranks of ``shapes`` (written as "(T,)", "(B, T)"), with at least one token,
+    every id in ``0..vocab_size - 1`` (an embedding would fail deep in torch, or
+    a negative id silently read the last row)."""
+    ranks = {len([d for d in s.strip("()").split(",") if d.strip()]) for s in shapes}
+    if (
+        not isinstance(tokens, Tensor)
+        or tokens.dtype != torch.long
+        or tokens.dim() not in ranks
+        or tokens.shape[-1] == 0
+    ):
+        if isinstance(tokens, Tensor):
+            got = f"shape {tuple(tokens.shape)}, dtype {tokens.dtype}"
+        else:
+            got = f"{tokens!r:.60} of type {type(tokens).__name__}"
+        raise ValueError(
+            message(
+                "{name} must be a long tensor of token ids of shape {shapes}, "
+                "got {got}",
+                name=name,
+                shapes=" or ".join(shapes),
+                got=got,
+            )
+        )
+    low, high = int(tokens.min()), int(tokens.max())
+    if low < 0 or high >= vocab_size:
+        raise ValueError(
+            message(
+                "{name} must be ids in [0, {vocab}), got ids from {low} to {high}",
+                name=name,
+                vocab=vocab_size,
+                low=low,
+                high=high,
+            )
+        )
 
 
 def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:

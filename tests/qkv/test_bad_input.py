@@ -10,7 +10,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import qkv
-from qkv.experiments import induction, positions, translate, vision
+from qkv.experiments import induction, positions, translate, vision, writer
+from qkv.page.headview import HeadView
+from qkv.pretrained import AttentionMaps
+
+INDUCTION = induction.InductionModel()
+PROMPT = torch.zeros(3, dtype=torch.long)
+TWO_TOKENS = AttentionMaps(["a", "b"], torch.full((1, 1, 2, 2), 0.5))
 
 MODEL = translate.Translator()  # untrained: only its checks are exercised
 
@@ -59,6 +65,55 @@ BAD_CALLS = {
     "a sentence too long": (
         lambda: translate.translate(MODEL, " ".join(["le"] * 60)),
         rf"sentence has 60 words; this model reads at most {MODEL.max_len}",
+    ),
+    "induction: float ids": (
+        lambda: INDUCTION(torch.zeros(2, 5)),
+        r"tokens must be a long tensor of token ids of shape \(B, T\), got shape "
+        r"\(2, 5\), dtype torch.float32",
+    ),
+    "induction: ids out of range": (
+        lambda: INDUCTION(torch.full((2, 5), 999)),
+        r"tokens must be ids in \[0, 64\), got ids from 999 to 999",
+    ),
+    "induction: a negative id": (
+        lambda: INDUCTION(torch.tensor([[3, -1]])),
+        r"tokens must be ids in \[0, 64\), got ids from -1 to 3",
+    ),
+    "induction: a list": (
+        lambda: INDUCTION([[1, 2, 3]]),
+        r"tokens must be a long tensor .* of type list",
+    ),
+    "induction: an empty sequence": (
+        lambda: INDUCTION(torch.zeros(2, 0, dtype=torch.long)),
+        r"tokens must be a long tensor .* got shape \(2, 0\)",
+    ),
+    "writer: a NaN temperature": (
+        lambda: writer.generate(None, PROMPT, 2, float("nan")),
+        r"temperature must be a finite number >= 0, got nan",
+    ),
+    "writer: an infinite temperature": (
+        lambda: writer.generate(None, PROMPT, 2, float("inf")),
+        r"temperature must be a finite number >= 0, got inf",
+    ),
+    "writer: a bool temperature": (
+        lambda: writer.generate(None, PROMPT, 2, True),
+        r"temperature must be a finite number >= 0, got True",
+    ),
+    "writer: decode an id out of range": (
+        lambda: writer.decode([0, 7], ["a", "b"]),
+        r"tokens must be ids in \[0, 2\) .* got ids from 0 to 7",
+    ),
+    "writer: decode a negative id": (
+        lambda: writer.decode([-1], ["a", "b"]),
+        r"tokens must be ids in \[0, 2\) .* got ids from -1 to -1",
+    ),
+    "head view: 309 decimals": (
+        lambda: HeadView(TWO_TOKENS, decimals=309),
+        r"decimals must be an int in 0\.\.6 .* got 309",
+    ),
+    "head view: a token of 3,000 characters": (
+        lambda: HeadView(AttentionMaps(["x" * 3000, "b"], TWO_TOKENS.weights)),
+        r"maps has a token of 3000 characters; .* at most 48",
     ),
     "max_len of 0": (
         lambda: translate.Translator(max_len=0),

@@ -134,11 +134,21 @@ BAD = {
     "labels": (
         lambda m, x, y: explorables.cls_view(m, x, y[:5]),
         r"labels must be a long tensor of shape \(12,\) .* images, shape "
-        r"\(12, 8, 8\).* got shape \(5,\)",
+        r"\(12, 8, 8\).* got shape \(5,\), dtype torch.int64",
     ),
     "labels range": (
         lambda m, x, y: explorables.cls_view(m, x, y + 10),
-        r"labels must be .* of classes 0 to 9",
+        r"labels must be .* of classes 0 to 9, got shape \(12,\), dtype "
+        r"torch.int64, values 1\d to 1\d",
+    ),
+    "labels dtype": (
+        lambda m, x, y: explorables.cls_view(m, x, y.float()),
+        r"labels must be a long tensor .* got shape \(12,\), dtype torch.float32",
+    ),
+    "layer below the first": (
+        lambda m, x, y: explorables.cls_view(m, x, y, layer=-4),
+        r"layer must be an int in -3\.\.2 \(negative counts from the last\), "
+        r"got -4",
     ),
     "digit": (
         lambda m, x, y: explorables.cls_view(m, x, y, digit=12),

@@ -160,3 +160,20 @@ def test_labels_in_both_languages():
         assert set(re.findall(r"\{\w+\}", english)) == set(
             re.findall(r"\{\w+\}", labels["fr"][key])
         ), key
+
+
+def test_the_largest_sizes_it_accepts_draw():
+    """At every limit at once the cache passes 2**63 bytes: the printed figure
+    still draws (matplotlib's bars overflowed on such ints, issue 39)."""
+    largest = (LIMITS["dim"], LIMITS["heads"], LIMITS["kv_heads"], LIMITS["layers"])
+    widget = kv_cache_calculator(
+        {"largest": largest},
+        bytes_per_number=4,
+        n_tokens=LIMITS["n_tokens"],
+        batch=LIMITS["batch"],
+    )
+    assert (
+        cache_sizes(largest, 4, LIMITS["n_tokens"], LIMITS["batch"])["mha"][1] > 2**63
+    )
+    assert widget.static_png().startswith(b"\x89PNG")
+    assert "PiB" in widget.static_alt()

@@ -79,3 +79,9 @@ def test_bounds_round_the_safe_way_in_significant_figures(value, figures, down, 
         <= value
         <= round_up(value, figures, significant=True)
     )
+
+
+def test_human_bytes_writes_any_finite_size():
+    """Past 1e28 bytes Decimal's default 28 digits are not enough (issue 39)."""
+    assert human_bytes(10**29).endswith(" PiB")
+    assert human_bytes(1.7e308).endswith(" PiB")

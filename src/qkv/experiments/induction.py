@@ -43,7 +43,7 @@ from torch import Tensor, nn
 
 from qkv.attention import MultiHeadAttention
 from qkv.experiments._results import remembered
-from qkv.validate import check_generator, check_int, check_positive
+from qkv.validate import check_generator, check_int, check_positive, check_token_ids
 
 __all__ = [
     "Batch",
@@ -297,9 +297,10 @@ class InductionModel(nn.Module):
             ``(logits, weights)``: logits (B, T, V), position t scoring the token
             at t + 1; weights, one (B, H, T, T) tensor per layer.
         """
+        check_token_ids("tokens", tokens, self.token_embedding.num_embeddings)
         length = tokens.shape[-1]
         rows = self.position_embedding.num_embeddings
-        if tokens.dim() != 2 or length > rows:
+        if length > rows:
             raise ValueError(
                 f"tokens must have shape (B, T) with T <= max_len={rows}, got "
                 f"{tuple(tokens.shape)}"

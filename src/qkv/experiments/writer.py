@@ -30,7 +30,7 @@ from qkv.cost import KVCache
 from qkv.experiments._results import remembered
 from qkv.positions import PositionalAttention, rope
 from qkv.transformer import TransformerBlock
-from qkv.validate import check_generator, check_int, check_positive
+from qkv.validate import check_generator, check_int, check_positive, check_token_ids
 
 __all__ = [
     "CORPUS",
@@ -108,23 +108,11 @@ class Writer(nn.Module):
 
     def _check_tokens(self, tokens: Tensor, start: int = 0) -> None:
         vocab_size = self.token_embedding.num_embeddings
-        if (
-            not isinstance(tokens, Tensor)
-            or tokens.dtype != torch.long
-            or tokens.dim() not in (1, 2)
-            or tokens.shape[-1] == 0
-        ):
-            got = tuple(tokens.shape) if isinstance(tokens, Tensor) else type(tokens)
-            raise ValueError(f"tokens must be a (T,) or (B, T) long tensor, got {got}")
+        check_token_ids("tokens", tokens, vocab_size, ("(T,)", "(B, T)"))
         if start + tokens.shape[-1] > self.max_len:
             raise ValueError(
                 f"tokens must fit in max_len={self.max_len} positions, got "
                 f"{tokens.shape[-1]} tokens from position {start}"
-            )
-        if tokens.min() < 0 or tokens.max() >= vocab_size:
-            raise ValueError(
-                f"tokens must be ids in [0, {vocab_size}), got ids from "
-                f"{int(tokens.min())} to {int(tokens.max())}"
             )
 
     def forward(self, tokens: Tensor) -> Tensor:
@@ -227,8 +215,14 @@ def generate(
         The ids written, ``new_tokens`` of them.
     """
     check_int("new_tokens", new_tokens, minimum=0)
-    if not isinstance(temperature, (int, float)) or temperature < 0:
-        raise ValueError(f"temperature must be a number >= 0, got {temperature!r}")
+    if (
+        isinstance(temperature, bool)
+        or not isinstance(temperature, (int, float))
+        or not 0 <= temperature < math.inf  # NaN fails both
+    ):
+        raise ValueError(
+            f"temperature must be a finite number >= 0, got {temperature!r}"
+        )
     if top_k is not None:
         check_int("top_k", top_k, minimum=1)
     if temperature > 0:
@@ -326,7 +320,13 @@ def encode(text: str, vocabulary: list[str]) -> Tensor:
 
 def decode(tokens: list[int] | Tensor, vocabulary: list[str]) -> str:
     """The text of character ids."""
-    return "".join(vocabulary[int(t)] for t in tokens)
+    ids = [int(t) for t in tokens]
+    if ids and not 0 <= min(ids) <= max(ids) < len(vocabulary):
+        raise ValueError(
+            f"tokens must be ids in [0, {len(vocabulary)}) (the vocabulary's "
+            f"size), got ids from {min(ids)} to {max(ids)}"
+        )
+    return "".join(vocabulary[i] for i in ids)
 
 
 # -- measuring -------------------------------------------------------------------

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numbers
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_UP, Decimal, localcontext
 
 import numpy as np
 from torch import Tensor, nn
@@ -172,6 +172,12 @@ def human_bytes(n_bytes: float) -> str:
     # "1.2 GiB" of Python's round-half-even): sizes in binary units are often
     # exact halves. Decimal rounds the float's exact value.
     size = Decimal(float(n_bytes))
+    # enough digits for any finite float (the default 28 fail past 1e28)
+    with localcontext(prec=max(28, size.adjusted() + 3)):
+        return _human_bytes(size)
+
+
+def _human_bytes(size: Decimal) -> str:
     whole = size.quantize(Decimal(1), rounding=ROUND_HALF_UP)
     if whole < 1024:
         return f"{localise(f'{whole:,f}')} {text(WORDS, 'B')}"

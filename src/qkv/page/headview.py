@@ -35,6 +35,10 @@ LINES_WIDTH = 170  # px between the two columns
 #: rows are already three screens tall; and every weight of every head shown
 #: is written into the page (96 tokens, 12 layers of 12 heads: 1.3 million).
 MAX_TOKENS = 96
+#: The longest token a head view shows, in characters (as the explorables).
+MAX_TOKEN_CHARS = 48
+#: The most decimals of the weights a head view writes into the page.
+MAX_DECIMALS = 6
 #: The most weights a head view writes into the page (layers shown x heads x
 #: T x T): about 6 MB of page at 3 decimals. Choose one layer to show more.
 MAX_WEIGHTS = 1_500_000
@@ -95,17 +99,28 @@ class HeadView(Widget):
     ) -> None:
         if not isinstance(maps, AttentionMaps):
             raise ValueError(f"maps must be AttentionMaps, got {type(maps).__name__}")
+        n_tokens = len(maps.tokens)
+        if n_tokens > MAX_TOKENS:  # before maps.check(), which reads every weight
+            raise ValueError(
+                f"maps has {n_tokens} tokens; a head view shows at most "
+                f"{MAX_TOKENS} (one row each, and every weight is written into "
+                "the page): give attention_maps a shorter text"
+            )
+        longest = max((len(str(token)) for token in maps.tokens), default=0)
+        if longest > MAX_TOKEN_CHARS:
+            raise ValueError(
+                f"maps has a token of {longest} characters; a head view shows "
+                f"tokens of at most {MAX_TOKEN_CHARS}"
+            )
         maps.check()  # again: the weights may have been edited since
         if layer is not None:
             layer = check_index("layer", layer, maps.n_layers)
         head = check_index("head", head, maps.n_heads)
         decimals = check_int("decimals", decimals, minimum=0)
-        n_tokens = len(maps.tokens)
-        if n_tokens > MAX_TOKENS:
+        if decimals > MAX_DECIMALS:
             raise ValueError(
-                f"maps has {n_tokens} tokens; a head view shows at most "
-                f"{MAX_TOKENS} (one row each, and every weight is written into "
-                "the page): give attention_maps a shorter text"
+                f"decimals must be an int in 0..{MAX_DECIMALS} (weights are in "
+                f"[0, 1]), got {decimals}"
             )
         shown = (1 if layer is not None else maps.n_layers) * maps.n_heads
         if shown * n_tokens**2 > MAX_WEIGHTS:

@@ -152,11 +152,16 @@ class ClsView(Explorable):
             or tuple(labels.shape) != (len(images),)
             or not ((labels >= 0) & (labels < classes)).all()
         ):
-            shape = tuple(labels.shape) if isinstance(labels, Tensor) else None
+            if isinstance(labels, Tensor):
+                seen = f"shape {tuple(labels.shape)}, dtype {labels.dtype}"
+                if labels.numel():
+                    seen += f", values {labels.min().item()} to {labels.max().item()}"
+            else:
+                seen = f"{type(labels).__name__}"
             raise ValueError(
                 f"labels must be a long tensor of shape ({len(images)},) (one per "
                 f"image of images, shape {tuple(images.shape)}) of classes 0 to "
-                f"{classes - 1}, got shape {shape}"
+                f"{classes - 1}, got {seen}"
             )
         self.model = model
         self.images = images.detach().cpu().double()
@@ -173,6 +178,11 @@ class ClsView(Explorable):
         n_layers, n_heads = self.maps.shape[1:3]
         self.digit = check_index("digit", digit, len(images))
         if isinstance(layer, int) and not isinstance(layer, bool) and layer < 0:
+            if layer < -n_layers:
+                raise ValueError(
+                    f"layer must be an int in {-n_layers}..{n_layers - 1} (negative "
+                    f"counts from the last), got {layer}"
+                )
             layer += n_layers
         self.layer = check_index("layer", layer, n_layers)
         self.head = None if head is None else check_index("head", head, n_heads)

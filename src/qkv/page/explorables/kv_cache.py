@@ -272,7 +272,8 @@ class KVCacheCalculator(Explorable):
         _, heads, kv_heads, _ = self.configs[self.model]
         shown = {"model": kv_heads, "mha": heads, "mqa": 1}
         labels = [self._text(f"{kind}_row", kv=shown[kind]) for kind in KINDS]
-        totals = [sizes[kind][1] for kind in KINDS]
+        # floats: matplotlib's bars overflow on ints past 2**63 bytes
+        totals = [float(sizes[kind][1]) for kind in KINDS]
         fig, ax = plt.subplots(figsize=(7.4, 2.4), layout="constrained")
         bars = ax.barh(range(3), totals, color=["C0", "C1", "C2"])
         ax.invert_yaxis()
