@@ -150,6 +150,20 @@ def test_head_view_works_from_file_url(browser, built_book):
         context.close()
 
 
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_site_follows_the_readers_system_theme(browser, built_book, scheme):
+    """Dark on a system set to dark, light on one set to light, until the
+    reader chooses with the theme's switch (html_context default_mode: auto)."""
+    context = browser.new_context(color_scheme=scheme)
+    page = context.new_page()
+    try:
+        page.goto((HTML / "book" / "intro.html").as_uri(), wait_until="load")
+        assert page.evaluate("document.documentElement.dataset.mode") == "auto"
+        assert page.evaluate("document.documentElement.dataset.theme") == scheme
+    finally:
+        context.close()
+
+
 def test_head_view_prints_as_a_static_figure(site, browser):
     context, page, _, errors = visit(browser, f"{site}/{VIEW_PAGE}")
     try:
