@@ -62,7 +62,7 @@ $(CLAIMS_MODE): FORCE
 	@echo "$(CLAIMS)" | cmp -s - $@ || echo "$(CLAIMS)" > $@
 FORCE:
 
-.PHONY: FORCE book check test portability lint-js serve clean bench bench-toy bench-attention bench-models pdf lock addresses notebooks-branch same-site translations english-words corpus
+.PHONY: FORCE environment repair book check test portability lint-js serve clean bench bench-toy bench-attention bench-models pdf lock addresses notebooks-branch same-site translations english-words corpus
 
 # Every package at the version of requirements.lock (uv installs them in
 # seconds), torch as above, and the book's two packages (qkv, bookbuild) editable.
@@ -74,9 +74,9 @@ $(INSTALLED): requirements.lock pyproject.toml bookbuild/pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install -qq --disable-pip-version-check \
 		"uv==$$(sed -n 's/^uv==//p' requirements.lock)"
-	@$(UV_INSTALL) "$(TORCH)" $(TORCH_FROM)
+	@$(UV_INSTALL) $(if $(REPAIRING),--reinstall) "$(TORCH)" $(TORCH_FROM)
 	@$(UV_INSTALL) -r requirements.lock
-	@$(UV_INSTALL) -e . -e ./bookbuild
+	@$(UV_INSTALL) $(if $(REPAIRING),--reinstall) -e . -e ./bookbuild
 	@touch $@
 	@echo "install: done"
 
@@ -86,10 +86,23 @@ $(INSTALLED): requirements.lock pyproject.toml bookbuild/pyproject.toml
 # qkv import, at the pinned version, qkv from this checkout; free while nothing
 # in the venv changed) and, if it is broken, installs it again, once, then
 # checks again: still broken, the build stops on the check's one line.
+# A package whose files are gone but whose metadata remains is "installed" to
+# uv: the repair reinstalls what the check checks, torch, qkv and bookbuild
+# (--reinstall, from uv's cache). The check runs on every `make book`, even
+# when no input changed.
+REPAIRING ?=
 CHECK_ENVIRONMENT = $(BIN)/python -P -m bookbuild.execute.environment --what-only \
 	|| { echo "install: the environment is broken: installing it again"; \
-	rm -f $(INSTALLED) && $(MAKE) --no-print-directory $(INSTALLED) \
+	$(MAKE) --no-print-directory repair \
 	&& $(BIN)/python -P -m bookbuild.execute.environment; }
+
+# The venv installed again, torch, qkv and bookbuild reinstalled.
+repair:
+	@rm -f $(INSTALLED)
+	@$(MAKE) --no-print-directory $(INSTALLED) REPAIRING=1
+
+environment: $(INSTALLED)
+	@$(CHECK_ENVIRONMENT)
 
 # Re-resolve requirements.txt into requirements.lock (after editing it).
 lock: $(INSTALLED)
@@ -110,6 +123,13 @@ BOOK_INPUTS := $(shell find book src bookbuild/src img locales -type f -not -nam
 	-not -name '*.mo' -not -path '*.egg-info/*' -not -path '*/__pycache__/*' \
 	2>/dev/null) _config.yml _toc.yml references.bib \
 	requirements.lock pyproject.toml bookbuild/pyproject.toml
+# The list of those inputs, rewritten when it changes: a deleted input (a
+# catalogue, a chapter) triggers a build as an edited one does.
+INPUTS_LIST := _build/.inputs
+$(INPUTS_LIST): FORCE
+	@mkdir -p $(@D)
+	@printf '%s\n' $(sort $(BOOK_INPUTS)) | cmp -s - $@ \
+		|| printf '%s\n' $(sort $(BOOK_INPUTS)) > $@
 BUILT := _build/html/.built
 # `make book EDITION=student`: the same book without solutions, in its own folder.
 EDITION ?= full
@@ -118,9 +138,8 @@ STUDENT_BUILT := _build/student/_build/html/.built
 book: $(if $(filter student,$(EDITION)),$(STUDENT_BUILT),$(BUILT))
 
 $(BUILT) $(STUDENT_BUILT): export QKV_CLAIMS = $(CLAIMS)
-$(STUDENT_BUILT): $(INSTALLED) $(BOOK_INPUTS) $(CLAIMS_MODE)
+$(STUDENT_BUILT): $(INSTALLED) $(BOOK_INPUTS) $(INPUTS_LIST) $(CLAIMS_MODE) | environment
 	@mkdir -p $(@D) && touch $@.start
-	@$(CHECK_ENVIRONMENT)
 	@$(BIN)/python -P -m bookbuild.execute.prefill
 	@QKV_EDITION=student $(BIN)/python -m bookbuild.i18n.translations site \
 		--path-output _build/student --log-dir _build/logs/student
@@ -143,9 +162,8 @@ $(STUDENT_BUILT): $(INSTALLED) $(BOOK_INPUTS) $(CLAIMS_MODE)
 # Ctrl-C stops the build within seconds (its kernels shut down, one line
 # printed, exit code 130) and keeps nothing half-written: no stamp, no
 # unfinished chapter in the cache, no page of the stopped build in the site.
-$(BUILT): $(INSTALLED) $(BOOK_INPUTS) $(CLAIMS_MODE)
+$(BUILT): $(INSTALLED) $(BOOK_INPUTS) $(INPUTS_LIST) $(CLAIMS_MODE) | environment
 	@mkdir -p $(@D) && touch $@.start
-	@$(CHECK_ENVIRONMENT)
 	@$(BIN)/python -m bookbuild.i18n.translations site --log-dir _build/logs --with-prefill
 	@mv $@.start $@
 

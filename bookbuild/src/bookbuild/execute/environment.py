@@ -51,7 +51,7 @@ from pathlib import Path
 #: The exit code of a command that found the environment broken.
 BROKEN = 3
 #: What a user runs to repair it (``make book`` also does it by itself).
-REPAIR = "rm .venv/.installed && make book"
+REPAIR = "make repair"
 #: The fingerprints of the last checks that passed, in the environment.
 STAMP = Path(sys.prefix) / ".environment-checked"
 #: How many fingerprints the stamp keeps.

@@ -536,10 +536,46 @@ def run_sphinx(
     return result if isinstance(result, int) else 1
 
 
+def catalogue_problems(root: Path, language: str) -> list[str]:
+    """A line for each page of the book whose catalogue must be complete and
+    is missing, or is not a readable ``.po`` file: Sphinx would build such a
+    page in English, or keep its last French page, without a warning."""
+    from babel.messages.pofile import PoFileError, read_po
+
+    from bookbuild.toc import pages
+
+    strict = strict_pages(root, language)
+    found = []
+    for page in pages(root):
+        if strict != ALL and page not in strict:
+            continue
+        path = po_path(root, language, page)
+        if not path.is_file():
+            found.append(f"{path.relative_to(root)}: missing")
+            continue
+        try:
+            with open(path, "rb") as handle:
+                catalogue = read_po(handle, charset="utf-8", abort_invalid=True)
+        except (PoFileError, UnicodeDecodeError, ValueError) as error:
+            found.append(f"{path.relative_to(root)}: unreadable ({error})")
+            continue
+        if not len(catalogue):
+            found.append(f"{path.relative_to(root)}: empty")
+    return found
+
+
 def build(root: Path, path_output: Path | None = None) -> int:
-    """Every translated language into ``<path_output>/_build/html/<code>``."""
+    """Every translated language into ``<path_output>/_build/html/<code>``;
+    none when a catalogue is missing or unreadable."""
     base = Path(path_output or root) / "_build"
     for language in translated_languages(root):
+        if wrong := catalogue_problems(Path(root), language):
+            print(
+                "translations: the catalogues of these pages are missing or "
+                "broken (restore them from git, or `make translations` writes a "
+                "missing one to translate):\n  " + "\n  ".join(wrong)
+            )
+            return 1
         print(f"== {languages(root)[language]}: {base / 'html' / language}")
         start, cpu = time.perf_counter(), time.process_time()
         code = run_sphinx(
