@@ -18,6 +18,7 @@ from qkv.experiments.induction import (
     heldout_batch,
     make_batch,
     measure,
+    offset_batch,
     train,
     without_head,
 )
@@ -211,10 +212,26 @@ def test_no_fixed_offset_copies_the_repeat():
     batch = heldout_batch(0)
     gaps = (batch.repeat - batch.first).tolist()
     assert set(gaps) == set(range(SEGMENT_LEN, SEQ_LEN - SEGMENT_LEN + 1))
-    offset, accuracy = best_fixed_offset(batch)
+    offset, accuracy = best_fixed_offset(offset_batch(), batch)
     assert 1 <= offset < SEQ_LEN
     assert accuracy < 0.15
     assert abs(accuracy - 1 / len(set(gaps))) < 0.05
+
+
+def test_best_fixed_offset_is_chosen_on_one_batch_and_scored_on_another():
+    """The offset comes from ``choose_on``; the accuracy, from ``score_on``."""
+    choose_on, score_on = offset_batch(200), heldout_batch(0, 200)
+    offset, accuracy = best_fixed_offset(choose_on, score_on)
+    assert best_fixed_offset(choose_on, choose_on)[0] == offset
+    assert best_fixed_offset(choose_on, score_on) == (offset, accuracy)
+    # its own held-out sequences would crown their own best offset
+    own = best_fixed_offset(score_on, score_on)
+    assert own[1] >= accuracy
+    # the choice's sequences do not overlap the held-out ones
+    assert not torch.equal(choose_on.tokens, score_on.tokens)
+    short = make_batch(4, torch.Generator().manual_seed(0), seq_len=20)
+    with pytest.raises(ValueError, match="choose_on and score_on"):
+        best_fixed_offset(short, score_on)
 
 
 def test_free_running_scores_an_untrained_model_near_chance():

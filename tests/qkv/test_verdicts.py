@@ -5,6 +5,8 @@ the catalogue extracts, and has a French translation."""
 from __future__ import annotations
 
 import itertools
+import math
+import re
 import time
 from pathlib import Path
 
@@ -12,9 +14,11 @@ import pytest
 import torch
 
 from qkv.page.verdicts import (
+    BOUNDS,
     CACHE,
     CLOCK,
     GROWTH,
+    MEASURES,
     PADDING_ROWS,
     PHRASES_MIME,
     SCALING,
@@ -23,9 +27,11 @@ from qkv.page.verdicts import (
     Phrase,
     cache_growth_verdict,
     cache_verdict,
+    choose,
     clock_phrase,
     compare_speed,
     describe_slope,
+    fit_steps,
     padding_rows,
     scaling_verdict,
 )
@@ -39,6 +45,15 @@ def power_law(exponent: float, per_score_ns: float = 1.0) -> list[float]:
     return [per_score_ns * 1e-9 * 512**2 * (n / 512) ** exponent for n in SIZES]
 
 
+def line(fixed: float, per_token: float, n: int = 64) -> list[float]:
+    """Made-up times of n steps on a line: fixed + per_token x t, t from 1."""
+    return [fixed + per_token * t for t in range(1, n + 1)]
+
+
+#: Made-up times of steps growing as t^2: the fitted line's intercept is negative.
+SQUARES = [1e-8 * t**2 for t in range(1, 65)]
+
+
 def every_branch() -> list[Phrase]:
     """One phrase of each branch of each function (and a few more)."""
     phrases = [
@@ -49,11 +64,17 @@ def every_branch() -> list[Phrase]:
     ]
     phrases += [compare_speed(1.0, 3.2), compare_speed(3.0, 2.0), compare_speed(1, 1)]
     phrases += [
-        cache_growth_verdict(1e-4, p, g, 32) for p, g in ((1e-7, 2.0), (-1e-9, 1.0))
+        cache_growth_verdict(steps, 16)
+        for steps in (line(1e-4, 1e-6), line(1e-4, 0.0), SQUARES)
     ]
     phrases += [
-        cache_verdict(120, r, c, f, 2e-4)
-        for r, c, f in ((6, 0.06, 1e-5), (0.6, 0.06, 1.5e-4), (0.6, 0.06, 1e-5))
+        cache_verdict(120, r, 0.06, line(f, p), 64, 16)
+        for r, f, p in (
+            (6, 1e-5, 1e-7),
+            (0.6, 1.5e-4, 1e-7),
+            (0.6, 1e-5, 1e-6),
+            (30, 1e-5, 1e-7),
+        )
     ]
     phrases += [clock_phrase(time.process_time), clock_phrase(time.perf_counter)]
     nan = torch.full((2, 3), float("nan"))
@@ -126,28 +147,154 @@ def test_compare_speed():
 
 
 def test_cache_growth_verdict():
-    rising = str(cache_growth_verdict(100e-6, 150e-9, 2.4, 32))
+    rising = str(cache_growth_verdict(line(100e-6, 150e-9, 1024), 32))
     assert rising.startswith("A step costs 100 µs plus 150 ns for every token")
-    assert "The last 32 steps took 2.4 times as long as the first 32." in rising
-    for per_token, growth in ((-5e-9, 1.1), (5e-9, 0.9)):
-        flat = str(cache_growth_verdict(100e-6, per_token, growth, 32))
-        assert flat.startswith("A step costs about 100 µs, and its time does not rise")
-        assert " ns " not in flat  # no fitted slope quoted
+    assert "The last 32 steps took 2.5 times as long as the first 32." in rising
+    flat = str(cache_growth_verdict(line(100e-6, -5e-9, 256), 32))
+    assert flat.startswith("A step costs about 99 µs, and its time hardly rises")
+    assert "the last 32 steps took 1.0 times as long as the first 32" in flat
+    assert " ns " not in flat  # no fitted slope quoted
+    # rising, but the fitted line's intercept is negative: no line quoted
+    odd = str(cache_growth_verdict(SQUARES, 16))
+    assert odd.startswith("The time of a step rises with the tokens in the cache")
+    assert "µs" not in odd
+    with pytest.raises(ValueError, match="window"):
+        cache_growth_verdict(line(1e-4, 0.0, 20), 16)
+
+
+def test_fit_steps_finds_the_line():
+    fixed, per_token = fit_steps(line(100e-6, 150e-9))
+    assert fixed == pytest.approx(100e-6) and per_token == pytest.approx(150e-9)
+    with pytest.raises(ValueError, match="step_seconds"):
+        fit_steps([1.0])
 
 
 def test_cache_verdict_every_branch():
-    follows = str(cache_verdict(120, 6.0, 0.06, 40e-6, 200e-6))
+    steps = line(150e-6, 1e-7)  # steps 49 to 64: 150 + 5.65 µs on average
+    follows = str(cache_verdict(120, 6.0, 0.06, steps, 64, 16))
     assert follows.startswith("Recomputing takes 120 times as many multiply-adds")
     assert "took 100 times as long: the measurement follows the count." in follows
-    fixed = str(cache_verdict(120, 0.6, 0.06, 150e-6, 200e-6))
+    fixed = str(cache_verdict(120, 0.6, 0.06, steps, 64, 16))
     assert fixed.startswith("The counts promised more. Recomputing takes 120 times")
     assert "as the cache, but only 10.0 times as long." in fixed
-    assert "fixed part, about 150 µs" in fixed and "most of its 200 µs" in fixed
-    other = str(cache_verdict(120, 0.6, 0.06, 50e-6, 200e-6))
+    assert "fixed part, about 150 µs" in fixed and "most of its 156 µs" in fixed
+    other = str(cache_verdict(120, 0.6, 0.06, line(50e-6, 2e-6), 64, 16))
     assert other.endswith("cost time that no count of multiply-adds sees.")
     assert "fixed part" not in other
-    slower = str(cache_verdict(120, 0.06, 0.09, 50e-6, 200e-6))
+    slower = str(cache_verdict(120, 0.06, 0.09, steps, 64, 16))
     assert "but only 0.7 times as long" in slower
+    more = str(cache_verdict(120, 30.0, 0.06, steps, 64, 16))
+    assert more.endswith("took 500 times as long: even more than the count predicts.")
+    with pytest.raises(ValueError, match="window"):
+        cache_verdict(120, 6.0, 0.06, steps, 65, 16)
+    with pytest.raises(ValueError, match="positive"):
+        cache_verdict(120, 0.0, 0.06, steps, 64, 16)
+
+
+@pytest.mark.parametrize("table", list(BOUNDS), ids=lambda t: t[0][:30])
+def test_every_table_is_bounded_and_covers_every_value(table):
+    """Each phrase declares a closed interval of every measure its table reads,
+    inside the measure's domain; together they leave no value uncovered (tried
+    at every bound, just beside it, and between bounds)."""
+    bounds = BOUNDS[table]
+    assert len(bounds) == len(table)
+    names = set(bounds[0])
+    points = {}
+    for name in names:
+        domain = MEASURES[name]
+        edges = {*domain}
+        for phrase_bounds in bounds:
+            assert set(phrase_bounds) == names
+            low, high = phrase_bounds[name]
+            assert domain[0] <= low <= high <= domain[1], (name, low, high)
+            edges |= {low, high}
+        finite = sorted(e for e in edges if math.isfinite(e))
+        tried = set(edges)
+        for edge in finite:
+            tried |= {math.nextafter(edge, -math.inf), math.nextafter(edge, math.inf)}
+            tried |= {edge - 1, edge + 1}
+        tried |= {(a + b) / 2 for a, b in itertools.pairwise(finite)}
+        points[name] = sorted(v for v in tried if domain[0] <= v <= domain[1])
+    for values in itertools.product(*points.values()):
+        measures = dict(zip(points, values, strict=True))
+        assert 0 <= choose(table, **measures) < len(table), measures
+
+
+def test_choose_rejects_bad_measures():
+    with pytest.raises(ValueError, match="measures must be"):
+        choose(SPEED, speed=2.0)
+    with pytest.raises(ValueError, match="speed-up"):
+        choose(SPEED, **{"speed-up": float("nan")})
+    with pytest.raises(ValueError, match="speed-up"):
+        choose(SPEED, **{"speed-up": -1.0})
+    with pytest.raises(ValueError, match="table"):
+        choose(CLOCK)
+
+
+def numbers(text: str) -> list[float]:
+    return [float(n.replace(",", "")) for n in re.findall(r"-?[\d,]*\d\.?\d*", text)]
+
+
+@pytest.mark.parametrize(
+    "speedup", [0.1, 1 / 1.1 - 1e-9, 1 / 1.1, 0.95, 1.0, 1.1, 1.1 + 1e-9, 1.149, 30]
+)
+def test_each_speed_phrase_is_true_where_it_is_chosen(speedup):
+    text = str(compare_speed(1.0, speedup))
+    if "faster" in text:
+        assert speedup >= 1.1 and numbers(text)[0] == pytest.approx(speedup, abs=0.05)
+    elif "slower" in text:
+        assert speedup <= 1 / 1.1
+        assert numbers(text)[0] == pytest.approx(1 / speedup, abs=0.05)
+    else:
+        assert 1 / 1.1 <= speedup <= 1.1
+
+
+@pytest.mark.parametrize("fixed_us", [-20, 0.4, 80, 99.4, 99.6, 110, 140, 150, 200])
+@pytest.mark.parametrize("per_token_ns", [-300, 0, 0.4, 2, 300, 5000])
+def test_each_growth_phrase_is_true_where_it_is_chosen(fixed_us, per_token_ns):
+    steps = line(fixed_us * 1e-6, per_token_ns * 1e-9, 256)
+    if min(steps) <= 0:
+        with pytest.raises(ValueError, match="positive"):
+            cache_growth_verdict(steps, 32)
+        return
+    head, tail = sum(steps[:32]) / 32, sum(steps[-32:]) / 32
+    text = str(cache_growth_verdict(steps, 32))
+    shown = numbers(text)
+    if text.startswith("A step costs about"):  # "hardly rises"
+        assert tail / head <= 1.1
+        assert shown[0] == pytest.approx(sum(steps) / len(steps) * 1e6, abs=0.5)
+    else:
+        assert tail / head >= 1.1
+        if "ns for every token" in text:  # the line, positive as shown
+            assert shown[0] >= 1 and shown[1] >= 1
+            assert shown[0] == pytest.approx(fixed_us, abs=0.5)
+            assert shown[1] == pytest.approx(per_token_ns, abs=0.5)
+    assert f"took {tail / head:.1f} times as long" in text
+
+
+@pytest.mark.parametrize("time_ratio", [1.0, 59.9, 60.0, 61.0, 200.0, 240.0, 241.0])
+@pytest.mark.parametrize("fixed_us", [-10, 50, 109, 110, 111, 199, 200, 201, 230])
+def test_each_cache_phrase_is_true_where_it_is_chosen(time_ratio, fixed_us):
+    """ "Follows the count" within a factor of 2; "most of its ... µs": the two
+    numbers shown, from one generation, more than half and no more than all."""
+    steps = line(fixed_us * 1e-6, 0.0, 64)
+    if fixed_us <= 0:
+        with pytest.raises(ValueError, match="positive"):
+            cache_verdict(120, time_ratio * 0.01, 0.01, steps, 64, 16)
+        return
+    steps[48:] = [200e-6] * 16  # the steps compared, 200 µs
+    text = str(cache_verdict(120, time_ratio * 0.01, 0.01, steps, 64, 16))
+    if "follows the count" in text:
+        assert 0.5 <= time_ratio / 120 <= 2
+    elif "even more than the count" in text:
+        assert time_ratio / 120 >= 2
+    else:
+        assert time_ratio / 120 <= 0.5
+    if "most of its" in text:
+        fixed, step = re.search(
+            r"about (-?\d+) µs .* most of its (\d+) µs", text
+        ).groups()
+        assert int(step) / 2 < int(fixed) <= int(step), text
 
 
 def test_clock_and_padding_rows():

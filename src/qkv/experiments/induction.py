@@ -26,7 +26,8 @@ position-infused attention, Press et al. 2021). Attention sinks (Xiao et al.
 
 Everything is deterministic for a seed: the weights come from
 ``torch.manual_seed(seed)``, the training sequences from a generator seeded with
-``seed``, the held-out ones from a generator seeded with ``seed + 10_000``.
+``seed``, the held-out ones from a generator seeded with ``seed + 10_000``, and the
+sequences the fixed-offset baseline is chosen on from one seeded with ``20_000``.
 
 Shape legend (as in :mod:`qkv.attention`): B sequences, N layers, H heads per
 layer, T positions, D model dimension, V vocabulary size.
@@ -57,6 +58,7 @@ __all__ = [
     "heldout_batch",
     "make_batch",
     "measure",
+    "offset_batch",
     "train",
     "without_head",
 ]
@@ -143,28 +145,52 @@ def heldout_batch(seed: int = 0, n: int = 1000) -> Batch:
     return make_batch(n, torch.Generator().manual_seed(seed + 10_000))
 
 
-def best_fixed_offset(batch: Batch) -> tuple[int, float]:
+def offset_batch(n: int = 1000) -> Batch:
+    """The sequences :func:`best_fixed_offset` chooses its offset on: generator
+    ``20_000``, a draw of its own (neither training nor held-out sequences)."""
+    return make_batch(n, torch.Generator().manual_seed(20_000))
+
+
+def best_fixed_offset(choose_on: Batch, score_on: Batch) -> tuple[int, float]:
     """The best rule "the next token is the one ``d`` positions back".
 
     Explained in the chapter *decoders*: a baseline that needs no induction.
     Scored like :func:`measure`'s repeat accuracy (tokens 2..L of the repeat),
-    for every offset ``d`` in 1 .. T - 1.
+    for every offset ``d`` in 1 .. T - 1. The offset is chosen on one batch and
+    scored on another, so that the choice does not fit the sequences it is
+    scored on.
+
+    Args:
+        choose_on: the sequences the best offset is chosen on
+            (:func:`offset_batch`).
+        score_on: the sequences it is then scored on (:func:`heldout_batch`).
 
     Returns:
-        ``(d, accuracy)`` for the offset with the highest accuracy.
+        ``(d, accuracy)``: the offset with the highest accuracy on
+        ``choose_on``, and its accuracy on ``score_on``.
     """
+    if choose_on.tokens.shape[1] != score_on.tokens.shape[1]:
+        raise ValueError(
+            "choose_on and score_on must have sequences of the same length, "
+            f"got {tuple(choose_on.tokens.shape)} and {tuple(score_on.tokens.shape)}"
+        )
+    best = (0, -1.0)
+    for offset in range(1, choose_on.tokens.shape[1]):
+        accuracy = _offset_accuracy(choose_on, offset)
+        if accuracy > best[1]:
+            best = (offset, accuracy)
+    return best[0], _offset_accuracy(score_on, best[0])
+
+
+def _offset_accuracy(batch: Batch, offset: int) -> float:
+    """The share of tokens 2..L of the repeat equal to the token ``offset`` back."""
     rows = torch.arange(len(batch.tokens))[:, None]  # (B, 1)
     targets = batch.repeat[:, None] + torch.arange(1, batch.segment_len)  # (B, L-1)
     truth = batch.tokens[rows, targets]
-    best = (0, -1.0)
-    for offset in range(1, batch.tokens.shape[1]):
-        source = targets - offset
-        valid = source >= 0
-        guess = batch.tokens[rows, source.clamp(min=0)]
-        accuracy = float(((guess == truth) & valid).float().mean())
-        if accuracy > best[1]:
-            best = (offset, accuracy)
-    return best
+    source = targets - offset
+    valid = source >= 0
+    guess = batch.tokens[rows, source.clamp(min=0)]
+    return float(((guess == truth) & valid).float().mean())
 
 
 #: How many held-out sequences :func:`train` writes greedily (free running).
