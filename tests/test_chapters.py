@@ -306,3 +306,49 @@ def test_notation_gives_each_symbol_one_row():
             rows.setdefault(head, set()).add(cell)
     clashes = {head: cells for head, cells in rows.items() if len(cells) > 1}
     assert not clashes, f"a symbol heads several rows: {clashes}"
+
+
+INLINE_CODE = re.compile(r"(?<![}`\w])`([^`\s]+)`(?!`)")
+TOP_DIRECTORIES = {
+    entry.name
+    for entry in ROOT.iterdir()
+    if entry.is_dir()
+    and not entry.name.startswith((".", "_"))
+    and entry.name != "node_modules"
+}
+
+
+def named_paths(text: str) -> list[tuple[int, str]]:
+    """(line number, path) of every repository path the prose names in backticks:
+    ``tests/qkv/test_attention.py``, ``src/qkv/``. A role's target
+    (``{download}`...` ``) and a pattern (``book/<label>.md``, ``*.po``) are
+    not paths."""
+    named = []
+    for number, line in prose_lines(text):
+        for token in INLINE_CODE.findall(line):
+            first = token.split("/", 1)[0]
+            if (
+                "/" in token
+                and first in TOP_DIRECTORIES
+                and not set(token) & set("<>*{}")
+            ):
+                named.append((number, token))
+    return named
+
+
+def test_named_paths_finds_paths_in_prose_only():
+    text = "See `tests/a.py` and {download}`src/b.py`, `x/y`, `book/<label>.md`.\n"
+    text += "```{code-cell} ipython3\n# `src/c.py`\n```\n"
+    assert named_paths(text) == [(1, "tests/a.py")]
+
+
+@pytest.mark.parametrize("page", sorted(p.stem for p in (ROOT / "book").glob("*.md")))
+def test_paths_named_in_prose_exist(page):
+    """A path the prose names in backticks is a file or folder of the repository
+    (issue 35: `tests/test_attention.py` was `tests/qkv/test_attention.py`)."""
+    missing = [
+        f"line {number}: {path}"
+        for number, path in named_paths(source(f"book/{page}"))
+        if not (ROOT / path.rstrip("/")).exists()
+    ]
+    assert not missing, f"book/{page}.md names paths that do not exist: {missing}"

@@ -95,6 +95,16 @@ def test_the_vectors_of_a_smaller_d_k_are_the_first_coordinates():
     assert scores.vectors()[0].shape == (8, 64)
 
 
+def test_the_division_lowers_the_largest_weight_of_the_scaling_explorable():
+    """book/faq.md: the explorable's averages differ from the chapter's, "but the
+    division lowers them there too", at every d_k of the slider above 1."""
+    scores = explorables.scaled_scores(d_k=512, scaled=False)
+    for d_k in [2**k for k in range(1, 11)]:
+        raw = scores.weights_at(d_k, scaled=False).max(dim=-1).values.mean()
+        scaled = scores.weights_at(d_k, scaled=True).max(dim=-1).values.mean()
+        assert scaled < raw, d_k
+
+
 def test_seeded_normal_is_reproducible_and_standard_normal():
     first = explorables.seeded_normal(7, 200, 500)
     assert first.dtype == torch.float64 and first.shape == (200, 500)

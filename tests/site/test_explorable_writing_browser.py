@@ -216,6 +216,13 @@ def test_the_logits_and_what_the_page_shows_equal_pytorch(browser, pages, widget
             prompt.press("Backspace")
         prompt.fill(PROMPT)
         attention = widget.attention(PROMPT)  # (N, H, T, T)
+        # layers and heads numbered from 0, as in the rest of the book
+        for name, count in (
+            ("Layer", attention.shape[0]),
+            ("Head", attention.shape[1]),
+        ):
+            options = root.get_by_label(name, exact=True).locator("option")
+            assert options.all_text_contents() == [str(i) for i in range(count)]
         # the last layer's first head at first; then layer 1, head 2 (keyboard)
         for layer, head in ((1, 0), (0, 1)):
             if (layer, head) == (0, 1):

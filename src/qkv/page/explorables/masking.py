@@ -40,7 +40,7 @@ class MaskEditor(Explorable):
             "preset_leftCausal": "causal, padding in front",
             "real": "Real words (the rest is padding)",
             "realInvalid": "Real words: type a whole number from 1 to {max}; until "
-            "then the mask stays as it was.",
+            "then the mask keeps the last valid count, {used}.",
             "maskCaption": "The mask: a ticked box lets the query (row) attend to "
             "the key (column)",
             "weightsCaption": "The attention weights",
@@ -64,7 +64,7 @@ class MaskEditor(Explorable):
             "preset_leftCausal": "causal, remplissage au début",
             "real": "Vrais mots (le reste est du remplissage)",
             "realInvalid": "Vrais mots\u00a0: tapez un nombre entier de 1 à {max}"
-            "\u202f; d’ici là, le masque reste tel quel.",
+            "\u202f; d’ici là, le masque garde le dernier nombre valide, {used}.",
             "maskCaption": "Le masque\u00a0: une case cochée permet à la requête "
             "(ligne) de regarder la clé (colonne)",
             "weightsCaption": "Les poids d’attention",

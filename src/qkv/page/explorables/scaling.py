@@ -43,8 +43,8 @@ class ScaledScores(Explorable):
             "caption": "Attention weights of {rows} random queries (rows) over "
             "{cols} random keys (columns)",
             "stats": "Scores: standard deviation {sd} (√dₖ = {sqrt}). Largest weight "
-            "of a row, on average: {top} (all weights equal: {uniform}). Rows with "
-            "a weight above 0.99: {onehot} of {rows}.",
+            "of a row, on average over these {rows} rows: {top} (all weights "
+            "equal: {uniform}). Rows with a weight above 0.99: {onehot} of {rows}.",
             "fig_scaled": "scores divided by √dₖ",
             "fig_raw": "scores not divided",
             "fig_title": "dₖ = {dk}, {scaling}",
@@ -65,8 +65,9 @@ class ScaledScores(Explorable):
             "caption": "Poids d’attention de {rows} requêtes aléatoires (lignes) sur "
             "{cols} clés aléatoires (colonnes)",
             "stats": "Scores\u00a0: écart type {sd} (√dₖ = {sqrt}). Plus grand poids "
-            "d’une ligne, en moyenne\u00a0: {top} (poids tous égaux\u00a0: {uniform}). "
-            "Lignes avec un poids au-dessus de 0,99\u00a0: {onehot} sur {rows}.",
+            "d’une ligne, en moyenne sur ces {rows}\u00a0lignes\u00a0: {top} "
+            "(poids tous égaux\u00a0: {uniform}). Lignes avec un poids au-dessus "
+            "de 0,99\u00a0: {onehot} sur {rows}.",
             "fig_scaled": "scores divisés par √dₖ",
             "fig_raw": "scores non divisés",
             "fig_title": "dₖ = {dk}, {scaling}",

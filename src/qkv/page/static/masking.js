@@ -103,15 +103,17 @@ function qkvMaskEditor(root, data, live) {
   var note = status(), overflow = live.appendChild(warning());
 
   function same(a, b) { return JSON.stringify(a) === JSON.stringify(b); }
+  var lastReal = data.real_words;  // the last valid count, the one the mask uses
   function count() {  // the number of real words, null (and said) if not valid
     var n = real.valueAsNumber;  // NaN when the box holds no number
     if (!(n >= 1 && n <= T && Math.floor(n) === n)) {
       real.setAttribute("aria-invalid", "true");
-      realWarning.textContent = t("realInvalid", {max: T});
+      realWarning.textContent = t("realInvalid", {max: T, used: lastReal});
       return null;
     }
     real.removeAttribute("aria-invalid");
     realWarning.textContent = "";
+    lastReal = n;
     return n;
   }
   function apply() {

@@ -224,7 +224,8 @@ function qkvWriteLive(root, data, live) {
   function options(n, chosen) {
     var out = [];
     for (var i = 0; i < n; i++) {
-      out.push(el("option", {value: i, selected: i === chosen}, String(i + 1)));
+      // numbered from 0, as the rest of the book numbers layers and heads
+      out.push(el("option", {value: i, selected: i === chosen}, String(i)));
     }
     return out;
   }
