@@ -17,6 +17,7 @@ loads the top floor only.
 from qkv.attention import (
     MultiHeadAttention,
     SelfAttention,
+    attention_dropout,
     causal_mask,
     concat_heads,
     padding_mask,
@@ -33,6 +34,7 @@ __all__ = [
     "MultiHeadAttention",
     "SelfAttention",
     "__version__",
+    "attention_dropout",
     "causal_mask",
     "concat_heads",
     "get_language",

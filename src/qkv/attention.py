@@ -28,6 +28,10 @@ Conventions:
 * A NaN or an infinity in a query, key or value is never hidden, not even by a
   mask: it reaches the output where it does in PyTorch's own
   ``scaled_dot_product_attention`` (its reference "math" backend).
+* Dropout on the attention weights (``dropout_p``, ``dropout``) is off by
+  default; it draws from PyTorch's global generator unless a
+  ``torch.Generator`` is given, and the same seed then drops the same weights
+  as PyTorch's own functions on the CPU.
 * Bad input raises ``ValueError`` naming the argument and the shapes seen.
 """
 
@@ -44,13 +48,16 @@ from qkv.validate import (
     broadcast_shapes,
     check_bool,
     check_floating,
+    check_generator,
     check_int,
+    check_probability,
     message,
 )
 
 __all__ = [
     "MultiHeadAttention",
     "SelfAttention",
+    "attention_dropout",
     "causal_mask",
     "concat_heads",
     "padding_mask",
@@ -153,10 +160,13 @@ def scaled_dot_product_attention(
     attn_mask: Tensor | None = None,
     is_causal: bool = False,
     scale: float | None = None,
+    dropout_p: float = 0.0,
+    generator: torch.Generator | None = None,
 ) -> tuple[Tensor, Tensor]:
     """softmax(Q K^T * scale) V, returning the output and the attention weights.
 
-    Explained in the chapters *attention-by-hand* and *scaled-dot-product*.
+    Explained in the chapters *attention-by-hand* and *scaled-dot-product*;
+    the dropout in the chapter *multi-head*.
 
     Args:
         query: shape (..., L, E).
@@ -168,21 +178,76 @@ def scaled_dot_product_attention(
             Cannot be combined with ``attn_mask``.
         scale: factor applied to the scores (default ``1 / sqrt(E)``): a finite
             number, or a tensor with one element.
+        dropout_p: the probability p, 0 <= p < 1, of dropping each weight
+            after the softmax (see :func:`attention_dropout`); 0 by default.
+            A function has no ``eval()`` mode: pass 0 to evaluate.
+        generator: the ``torch.Generator`` the dropout draws from (default:
+            PyTorch's global one, as ``torch.nn.functional``'s
+            ``scaled_dot_product_attention(..., dropout_p=p)`` does).
 
     Returns:
         ``(output, weights)`` with output of shape (..., L, Ev) and weights of
         shape (..., L, S). Each row of weights sums to 1, except a row whose
         query may attend to nothing: its weights and output are exactly 0.
+        With ``dropout_p > 0`` the weights are those after dropout, the ones
+        the output was mixed with: their rows sum to 1 only on average.
 
     Raises:
         ValueError: on mismatched shapes or dtypes, a rank below 2, a feature
             size of 0, a non-bool or non-broadcastable mask, ``attn_mask``
-            given with ``is_causal``, an ``is_causal`` that is not a bool, or a
-            ``scale`` that is not a finite number.
+            given with ``is_causal``, an ``is_causal`` that is not a bool, a
+            ``scale`` that is not a finite number, a ``dropout_p`` outside
+            [0, 1), or a ``generator`` that is not a ``torch.Generator``.
     """
     scores_shape = _check_qkv(query, key, value)  # (..., L, S)
     _check_options(attn_mask, is_causal, scale, scores_shape)
-    return _attend(query, key, value, attn_mask, is_causal, scale)
+    dropout_p = _check_dropout("dropout_p", dropout_p, generator)
+    return _attend(
+        query,
+        key,
+        value,
+        attn_mask,
+        is_causal,
+        scale,
+        dropout_p=dropout_p,
+        generator=generator,
+    )
+
+
+def attention_dropout(
+    weights: Tensor, p: float, generator: torch.Generator | None = None
+) -> Tensor:
+    """Drop each attention weight with probability p, scale up the others.
+
+    Explained in the chapter *multi-head*. A dropped weight becomes 0, so its
+    key's value is left out of the mix; a kept weight w becomes w / (1 - p),
+    so that each weight keeps its mean: (1 - p) * w / (1 - p) + p * 0 = w.
+    The same draws as PyTorch's dropout on the CPU: with the same seed, the
+    same weights are dropped.
+
+    Args:
+        weights: the attention weights after the softmax, shape (..., L, S).
+        p: the probability of dropping each weight, 0 <= p < 1.
+        generator: the ``torch.Generator`` to draw from (default: PyTorch's
+            global one).
+
+    Returns:
+        A tensor of the shape of ``weights``; ``weights`` itself when p = 0.
+    """
+    check_floating("weights", weights, min_rank=1)
+    p = _check_dropout("p", p, generator)
+    if p == 0.0:
+        return weights
+    # 1 with probability 1 - p (kept), 0 with probability p (dropped)
+    keep = torch.empty_like(weights).bernoulli_(1 - p, generator=generator)
+    return weights * (keep / (1 - p))  # (..., L, S)
+
+
+def _check_dropout(name: str, p: float, generator: torch.Generator | None) -> float:
+    """``p`` as a float in [0, 1), after checking it and ``generator``."""
+    if generator is not None:
+        check_generator("generator", generator)
+    return check_probability(name, p)
 
 
 def _attend(
@@ -192,9 +257,11 @@ def _attend(
     attn_mask: Tensor | None = None,
     is_causal: bool = False,
     scale: float | None = None,
+    dropout_p: float = 0.0,
+    generator: torch.Generator | None = None,
 ) -> tuple[Tensor, Tensor]:
     """:func:`scaled_dot_product_attention` after its checks: the scores, the
-    optional mask, the softmax and the mix.
+    optional mask, the softmax, the optional dropout and the mix.
 
     The layers below call it too, after checking their own inputs: each input
     is checked once, where it enters.
@@ -209,6 +276,8 @@ def _attend(
     weights = torch.softmax(scores, dim=-1)  # (..., L, S)
     if attn_mask is not None:
         weights = weights * attn_mask  # exact zeros, also in a row with no key
+    if dropout_p > 0:  # in training only: the chapter multi-head
+        weights = attention_dropout(weights, dropout_p, generator)
     output = weights @ value  # (..., L, Ev)
     return output, weights
 
@@ -567,6 +636,11 @@ class MultiHeadAttention(nn.Module):
     PyTorch's fused ``scaled_dot_product_attention``, which never holds the
     (L, S) weights: faster, and lighter on memory.
 
+    With ``dropout`` p > 0, each attention weight is dropped with probability
+    p in training mode (see :func:`attention_dropout`, chapter *multi-head*),
+    as in ``torch.nn.MultiheadAttention(..., dropout=p)``; ``eval()`` turns
+    it off.
+
     Args:
         embed_dim: D, the model dimension; must be divisible by ``num_heads``.
         num_heads: H, the number of query heads; each works in dimension
@@ -574,6 +648,8 @@ class MultiHeadAttention(nn.Module):
         num_kv_heads: Hkv, the number of key/value heads (default H); it must
             divide H.
         bias: whether the four projections have a bias.
+        dropout: the probability p, 0 <= p < 1, of dropping each attention
+            weight in training mode (default 0: no dropout).
     """
 
     def __init__(
@@ -582,6 +658,7 @@ class MultiHeadAttention(nn.Module):
         num_heads: int,
         num_kv_heads: int | None = None,
         bias: bool = True,
+        dropout: float = 0.0,
     ) -> None:
         super().__init__()
         embed_dim = check_int("embed_dim", embed_dim, minimum=1)
@@ -607,6 +684,7 @@ class MultiHeadAttention(nn.Module):
                 )
             )
         check_bool("bias", bias)
+        self.dropout = check_probability("dropout", dropout)
         self.embed_dim = embed_dim
         self.num_heads = num_heads
         self.num_kv_heads = num_kv_heads
@@ -625,6 +703,7 @@ class MultiHeadAttention(nn.Module):
         attn_mask: Tensor | None = None,
         is_causal: bool = False,
         need_weights: bool = True,
+        generator: torch.Generator | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         """Attend from ``query`` to ``key``/``value`` (self-attention by default).
 
@@ -636,29 +715,35 @@ class MultiHeadAttention(nn.Module):
                 e.g. (L, S) for all heads, or ``padding_mask(...)[:, None, None, :]``.
             is_causal: if True, query i sees keys 0..i only.
             need_weights: if False, return ``None`` instead of the weights, and
-                compute the same output with PyTorch's fused kernel.
+                compute the same output with PyTorch's fused kernel (unless a
+                ``generator`` is given: that kernel cannot take one).
+            generator: the ``torch.Generator`` the dropout draws from
+                (default: PyTorch's global one, as in PyTorch's module).
 
         Returns:
             ``(output, weights)``: output (..., L, D); weights (..., H, L, S),
-            one map per query head, or None.
+            one map per query head (after dropout, in training), or None.
         """
         key = query if key is None else key
         value = key if value is None else value
-        self._check_forward(query, key, value, attn_mask, is_causal, need_weights)
+        self._check_forward(
+            query, key, value, attn_mask, is_causal, need_weights, generator
+        )
         q = split_heads(self.W_q(query), self.num_heads)  # (..., H, L, E)
         k = split_heads(self.W_k(key), self.num_kv_heads)  # (..., Hkv, S, E)
         v = split_heads(self.W_v(value), self.num_kv_heads)  # (..., Hkv, S, E)
-        if not need_weights:  # the same output, from PyTorch's fused kernel
+        if not need_weights and generator is None:  # PyTorch's fused kernel
             context = self._fused_attention(q, k, v, attn_mask, is_causal)
             return self.W_o(concat_heads(context)), None
         group = self.num_heads // self.num_kv_heads  # query heads per k/v head
         k = k.repeat_interleave(group, dim=-3)  # (..., H, S, E)
         v = v.repeat_interleave(group, dim=-3)  # (..., H, S, E)
+        p = self.dropout if self.training else 0.0  # no dropout in eval()
         context, weights = self._weighted_attention(
-            q, k, v, attn_mask, is_causal
+            q, k, v, attn_mask, is_causal, p, generator
         )  # (..., H, L, E), (..., H, L, S)
         output = self.W_o(concat_heads(context))  # (..., L, D)
-        return output, weights
+        return output, weights if need_weights else None
 
     def _fused_attention(
         self,
@@ -671,13 +756,15 @@ class MultiHeadAttention(nn.Module):
         """q (..., H, L, E), k and v (..., Hkv, S, E) -> context (..., H, L, E).
 
         PyTorch (>= 2.5) gives a query with no allowed key a zero output, as
-        :func:`scaled_dot_product_attention` does; a test checks it.
+        :func:`scaled_dot_product_attention` does; a test checks it. Its
+        dropout (in training mode only) draws from PyTorch's global generator.
         """
         return F.scaled_dot_product_attention(
             q,
             k,
             v,
             attn_mask=attn_mask,
+            dropout_p=self.dropout if self.training else 0.0,
             is_causal=is_causal,
             enable_gqa=self.num_kv_heads != self.num_heads,
         )
@@ -689,6 +776,8 @@ class MultiHeadAttention(nn.Module):
         v: Tensor,
         attn_mask: Tensor | None,
         is_causal: bool,
+        dropout_p: float = 0.0,
+        generator: torch.Generator | None = None,
     ) -> tuple[Tensor, Tensor]:
         """q (..., H, L, E), k and v (..., H, S, E) -> context (..., H, L, E) and
         weights (..., H, L, S).
@@ -696,7 +785,9 @@ class MultiHeadAttention(nn.Module):
         :func:`scaled_dot_product_attention` without checking its inputs again:
         :meth:`_check_forward` has checked them where they entered.
         """
-        return _attend(q, k, v, attn_mask, is_causal)
+        return _attend(
+            q, k, v, attn_mask, is_causal, dropout_p=dropout_p, generator=generator
+        )
 
     def _check_forward(
         self,
@@ -706,12 +797,15 @@ class MultiHeadAttention(nn.Module):
         attn_mask: Tensor | None,
         is_causal: bool,
         need_weights: bool,
+        generator: torch.Generator | None = None,
     ) -> None:
         """The checks of :meth:`forward`, done once for both of its paths."""
         _check_input("query", query, self.W_q)
         _check_input("key", key, self.W_k)
         _check_input("value", value, self.W_v)
         check_bool("need_weights", need_weights)
+        if generator is not None:
+            check_generator("generator", generator)
         if key.shape[-2] != value.shape[-2]:
             raise ValueError(
                 "key and value must have the same length (dim -2), got "
@@ -737,8 +831,8 @@ class MultiHeadAttention(nn.Module):
         """A new module with the weights of a ``torch.nn.MultiheadAttention``.
 
         PyTorch stores W_q, W_k and W_v stacked in ``in_proj_weight`` (3D, D);
-        they are split and copied, as is ``out_proj`` into W_o. Dropout is not
-        copied: compare the two modules in ``eval()`` mode.
+        they are split and copied, as is ``out_proj`` into W_o. The dropout
+        probability and the training mode are copied too.
 
         Args:
             module: the PyTorch module.
@@ -768,7 +862,9 @@ class MultiHeadAttention(nn.Module):
         if module.bias_k is not None or module.add_zero_attn:
             raise ValueError("module uses add_bias_kv or add_zero_attn: not supported")
         has_bias = module.in_proj_bias is not None
-        new = cls(module.embed_dim, module.num_heads, bias=has_bias)
+        dim, heads, p = module.embed_dim, module.num_heads, module.dropout
+        new = cls(dim, heads, bias=has_bias, dropout=p)
+        new.train(module.training)  # dropout is on in training mode only
         new.to(dtype=module.in_proj_weight.dtype, device=module.in_proj_weight.device)
         projections = (new.W_q, new.W_k, new.W_v)
         with torch.no_grad():

@@ -305,6 +305,15 @@ _MASK_ARGUMENT = _Say(
     "Does your {what} take the mask as its {nth} argument, {signature}? If your "
     "chapter has not covered masks yet, run {checker}(..., masks=False)."
 )
+_MASK_DEFAULT = _Say(
+    "Your {what} asks for an argument that the call did not give. If it is the "
+    "mask, give it the default None, as in {signature}: the cases without a mask "
+    "call it without one."
+)
+_WEIGHTS_FIRST = _Say(
+    "Your output matches the attention weights: did you return (weights, "
+    "output)? Return the output first: return output, weights."
+)
 _BATCH_DIMS = {
     "attention": _Say(
         "Your code passed with {good} but fails with {bad}. To work with any number "
@@ -525,8 +534,13 @@ class _Run:
         names: Sequence[str],
         what: str,
         mask_hint: _Say | None = None,
+        default_hint: _Say | None = None,
     ) -> Any:
-        """Call the student's code; report an exception or an input changed in place."""
+        """Call the student's code; report an exception or an input changed in place.
+
+        ``mask_hint`` is the hint for a mask case whose call fails on its
+        arguments; ``default_hint`` for a case without a mask whose call misses
+        an argument (a mask with no default)."""
         before = [a.detach().clone() if isinstance(a, Tensor) else a for a in args]
         try:
             result = fn(*args)
@@ -534,6 +548,9 @@ class _Run:
             hint = None
             if self.case.masked and isinstance(error, TypeError) and mask_hint:
                 hint = mask_hint if "argument" in str(error) else None
+            missing = "missing 1 required positional argument" in str(error)
+            if not self.case.masked and isinstance(error, TypeError) and missing:
+                hint = default_hint
             if "view" in str(error) and "contiguous" in str(error):
                 hint = _VIEW
             self.fail(
@@ -1156,6 +1173,9 @@ def check_scaled_dot_product_attention(
         signature="fn(query, key, value, attn_mask=None)",
         checker=checker,
     )
+    default_hint = _MASK_DEFAULT.format(
+        what=_Say("function"), signature="fn(query, key, value, attn_mask=None)"
+    )
     cases = _Cases()
 
     def case(
@@ -1183,11 +1203,13 @@ def check_scaled_dot_product_attention(
             with torch.enable_grad():
                 theirs = [t.clone().requires_grad_() for t in inputs[:3]]
                 expected, weights = scaled_dot_product_attention(*theirs, *inputs[3:])
-                result = run.call(fn, args, names, "Your function", mask_hint)
+                result = run.call(
+                    fn, args, names, "Your function", mask_hint, default_hint
+                )
             output, got_weights = run.unpack(result, "Your function")
 
             def mistakes() -> _Mistakes:
-                return [
+                return [(_WEIGHTS_FIRST, (weights, None))] + [
                     (hint, _attempt(lambda f=f: f(query, key, value, attn_mask)))
                     for hint, f in _attention_mistakes(query, key, value, attn_mask)
                 ]
@@ -1307,6 +1329,9 @@ def check_self_attention(cls: type[nn.Module], *, masks: bool = True) -> CheckRe
         signature="forward(x, attn_mask=None)",
         checker=checker,
     )
+    default_hint = _MASK_DEFAULT.format(
+        what=_Say("forward"), signature="forward(self, x, attn_mask=None)"
+    )
     cases = _Cases()
 
     def case(
@@ -1330,14 +1355,16 @@ def check_self_attention(cls: type[nn.Module], *, masks: bool = True) -> CheckRe
             run.empty_rows = attn_mask is not None and bool((~attn_mask.any(-1)).any())
             with torch.enable_grad():
                 expected, weights = reference(*args)
-                result = run.call(module, args, arg_names, "Your forward", mask_hint)
+                result = run.call(
+                    module, args, arg_names, "Your forward", mask_hint, default_hint
+                )
             output, got_weights = run.unpack(result, "Your forward")
 
             def mistakes() -> _Mistakes:
                 with torch.no_grad():
                     q, k, v = (getattr(reference, n)(x) for n in names)
                     plain = [x @ getattr(module, n).weight for n in names]
-                found = [
+                found = [(_WEIGHTS_FIRST, (weights, None))] + [
                     (hint, _attempt(lambda f=f: f(q, k, v, attn_mask)))
                     for hint, f in _attention_mistakes(q, k, v, attn_mask)
                 ]
@@ -1528,6 +1555,10 @@ def check_multi_head_attention(
         signature="forward(query, key, value, attn_mask=None)",
         checker=checker,
     )
+    default_hint = _MASK_DEFAULT.format(
+        what=_Say("forward"),
+        signature="forward(self, query, key, value, attn_mask=None)",
+    )
     cases = _Cases()
 
     def case(
@@ -1562,12 +1593,17 @@ def check_multi_head_attention(
             run.empty_rows = attn_mask is not None and bool((~attn_mask.any(-1)).any())
             with torch.enable_grad():
                 expected, weights = reference(*args)
-                result = run.call(module, args, arg_names, "Your forward", mask_hint)
+                result = run.call(
+                    module, args, arg_names, "Your forward", mask_hint, default_hint
+                )
             output, got_weights = run.unpack(result, "Your forward")
 
             def mistakes() -> _Mistakes:
                 with torch.no_grad():
-                    return _multi_head_mistakes(reference, query, key, value, attn_mask)
+                    found = _multi_head_mistakes(
+                        reference, query, key, value, attn_mask
+                    )
+                return [(_WEIGHTS_FIRST, (weights, None)), *found]
 
             extra = _extra_parameters(module, names)
             run.compare("output", output, expected, "(..., L, D)", mistakes, 0, extra)
@@ -2215,6 +2251,29 @@ _FRENCH_PAIRS: tuple[tuple[str, str], ...] = (
     ("Ev, the size of each value", "Ev, la taille de chaque valeur"),
     ("S, the number of keys", "S, le nombre de clés"),
     ("L, the number of queries", "L, le nombre de requêtes"),
+    (
+        (
+            "Your {what} asks for an argument that the call did not give. If it is "
+            "the mask, give it the default None, as in {signature}: the cases "
+            "without a mask call it without one."
+        ),
+        (
+            "Votre {what} demande un argument que l'appel n'a pas donné. Si c'est "
+            "le masque, donnez-lui la valeur par défaut None, comme dans "
+            "{signature} : les cas sans masque l'appellent sans masque."
+        ),
+    ),
+    (
+        (
+            "Your output matches the attention weights: did you return (weights, "
+            "output)? Return the output first: return output, weights."
+        ),
+        (
+            "Votre sortie correspond aux poids d'attention : avez-vous renvoyé "
+            "(weights, output) ? Renvoyez d'abord la sortie : return output, "
+            "weights."
+        ),
+    ),
     ("function", "fonction"),
     ("forward", "forward"),
     ("fourth", "quatrième"),

@@ -27,6 +27,7 @@ __all__ = [
     "check_index",
     "check_int",
     "check_positive",
+    "check_probability",
     "check_token_ids",
     "message",
 ]
@@ -42,6 +43,9 @@ _FRENCH = {
     ),
     "{name} must be a finite number > 0, got {value}": (
         "`{name}` doit être un nombre fini > 0, reçu {value}"
+    ),
+    "{name} must be a probability p with 0 <= p < 1, got {value}": (
+        "`{name}` doit être une probabilité p avec 0 <= p < 1, reçu {value}"
     ),
     "{name} must be True or False, got {value} of type {type}": (
         "`{name}` doit valoir `True` ou `False`, reçu {value} de type {type}"
@@ -185,6 +189,25 @@ def check_positive(name: str, value: float) -> float:
         raise ValueError(
             message(
                 "{name} must be a finite number > 0, got {value}",
+                name=name,
+                value=repr(value),
+            )
+        )
+    return float(value)
+
+
+def check_probability(name: str, value: float) -> float:
+    """Return ``value`` as a float; raise ``ValueError`` unless it is a real number
+    p with 0 <= p < 1 (a dropout probability: p = 1 would drop everything and
+    divide by 1 - p = 0)."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not 0 <= value < 1  # False for NaN too
+    ):
+        raise ValueError(
+            message(
+                "{name} must be a probability p with 0 <= p < 1, got {value}",
                 name=name,
                 value=repr(value),
             )

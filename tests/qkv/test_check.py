@@ -931,3 +931,120 @@ def test_the_call_in_french_names_its_arguments_as_code():
     finally:
         qkv.set_language("en")
     assert french == "`fn(query, key)` avec `query` (4, 8), `key` (6, 8) bool"
+
+
+# --- the order of the pair returned, and a mask with no default ------------------
+
+
+def attention_weights_first(query, key, value, mask=None):
+    output, weights = qkv.scaled_dot_product_attention(query, key, value, mask)
+    return weights, output  # the wrong order
+
+
+def attention_mask_required(query, key, value, attn_mask):
+    return qkv.scaled_dot_product_attention(query, key, value, attn_mask)
+
+
+class SelfWeightsFirst(nn.Module):
+    def __init__(self, embed_dim):
+        super().__init__()
+        self.inner = qkv.SelfAttention(embed_dim)
+        self.W_q, self.W_k, self.W_v = self.inner.W_q, self.inner.W_k, self.inner.W_v
+
+    def forward(self, x, attn_mask=None):
+        output, weights = self.inner(x, attn_mask)
+        return weights, output
+
+
+class SelfMaskRequired(StudentSelfAttention):
+    def forward(self, x, attn_mask):
+        return super().forward(x, attn_mask)
+
+
+class MultiWeightsFirst(StudentMultiHead):
+    def forward(self, query, key, value, mask=None):
+        output, weights = super().forward(query, key, value, mask)
+        return weights, output
+
+
+class MultiMaskRequired(StudentMultiHead):
+    def forward(self, query, key, value, attn_mask):
+        return super().forward(query, key, value, attn_mask)
+
+
+WEIGHTS_FIRST = "did you return (weights, output)? Return the output first"
+MASK_DEFAULT = "If it is the mask, give it the default None"
+ORDER_AND_DEFAULT = {
+    "sdpa weights first": (
+        check_scaled_dot_product_attention,
+        attention_weights_first,
+        WEIGHTS_FIRST,
+        "",
+    ),
+    "sdpa mask required": (
+        check_scaled_dot_product_attention,
+        attention_mask_required,
+        MASK_DEFAULT,
+        "fn(query, key, value, attn_mask=None)",
+    ),
+    "self weights first": (
+        check_self_attention,
+        SelfWeightsFirst,
+        WEIGHTS_FIRST,
+        "",
+    ),
+    "self mask required": (
+        check_self_attention,
+        SelfMaskRequired,
+        MASK_DEFAULT,
+        "forward(self, x, attn_mask=None)",
+    ),
+    "multi weights first": (
+        check_multi_head_attention,
+        MultiWeightsFirst,
+        WEIGHTS_FIRST,
+        "",
+    ),
+    "multi mask required": (
+        check_multi_head_attention,
+        MultiMaskRequired,
+        MASK_DEFAULT,
+        "forward(self, query, key, value, attn_mask=None)",
+    ),
+}
+
+
+@pytest.mark.parametrize("masks", [True, False])
+@pytest.mark.parametrize(
+    ("check", "student", "hint", "signature"),
+    ORDER_AND_DEFAULT.values(),
+    ids=ORDER_AND_DEFAULT.keys(),
+)
+def test_order_and_mask_default_are_named(check, student, hint, signature, masks):
+    error = failure(check, student, masks=masks)
+    assert_names(error, check.__name__, "1", hint)
+    assert signature in " ".join(str(error).split())
+
+
+def test_mask_default_hint_not_given_for_another_missing_argument_in_a_mask_case():
+    def needs_scale(query, key, value, attn_mask, scale):
+        return qkv.scaled_dot_product_attention(query, key, value, attn_mask)
+
+    error = failure(check_scaled_dot_product_attention, needs_scale)
+    assert MASK_DEFAULT not in " ".join(str(error).split())
+
+
+@pytest.mark.parametrize(
+    "student", [attention_weights_first, attention_mask_required], ids=["order", "mask"]
+)
+def test_order_and_mask_default_hints_in_french(student):
+    try:
+        qkv.set_language("fr")
+        error = failure(check_scaled_dot_product_attention, student)
+    finally:
+        qkv.set_language("en")
+    message = " ".join(str(error).split())
+    assert "Indice :" in message
+    assert ("Renvoyez d'abord la sortie" in message) or (
+        "donnez-lui la valeur par défaut None" in message
+    )
