@@ -210,7 +210,7 @@ def _title(app, page: str) -> str:
 
 def _book(app) -> Book:
     from bookbuild.i18n.languages import is_translation
-    from bookbuild.site.build_info import commit
+    from bookbuild.site.build_info import build_commit
 
     root = book_root(app.srcdir)
     translated = "book_languages" in app.config and is_translation(app.config)
@@ -221,8 +221,8 @@ def _book(app) -> Book:
         root,
         # In a translation, the address of its folder (bookbuild.i18n.languages).
         app.config.html_baseurl or "",
-        # As the footer gives it: the same on every page of one commit.
-        commit(root, mark_changes=False),
+        # As the footer and the build-info page give it (+changes included).
+        build_commit(app),
         language,
         # The edition's full title, else the title of its pages.
         own.get("book_citation_title") or own.get("html_title", ""),
