@@ -49,7 +49,7 @@ def test_footer_build_info_and_bibtex_name_the_same_commit(built_book):
         footer = (site / "book" / "masking.html").read_text(encoding="utf-8")
         markers = set(re.findall(r"· commit (\S+) ·", footer))
         info = (site / "book" / "build-info.html").read_text(encoding="utf-8")
-        markers |= set(re.findall(r'<span class="pre">(\w{7,}(?:\+changes)?)<', info))
+        markers |= set(re.findall(r'"pre">([0-9a-f]{7,40}(?:\+changes)?)<', info))
         cite = entries(site / "book" / "cite.html")
         markers |= {m for e in cite for m in re.findall(r"commit (\S+)\}", e)}
         assert markers == {commit(ROOT)}, (site, markers)

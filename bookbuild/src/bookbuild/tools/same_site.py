@@ -257,7 +257,8 @@ def main(argv: list[str]) -> int:
         # Every page's footer names the commit: the comparison would show nothing.
         print(
             f"same site: the commit changed during the builds ({commit_before} -> "
-            f"{commit_after}): every page differs; run again without committing or editing"
+            f"{commit_after}): every page differs; run again without committing "
+            "or editing"
         )
         return 3
     differences = compare_sites(*sites, TIMED_PAGES)
