@@ -291,7 +291,7 @@ def test_a_commit_during_the_builds_is_reported_not_compared(tmp_path, monkeypat
     """Each page's footer names the commit: two builds either side of a commit
     differ everywhere, which says nothing about the build; the command says so."""
     commits = iter(["aaaaaaa", "bbbbbbb"])
-    monkeypatch.setattr(same_site, "commit", lambda root, mark_changes: next(commits))
+    monkeypatch.setattr(same_site, "commit", lambda root: next(commits))
     monkeypatch.setattr(same_site, "copy_book", lambda root, target: target)
 
     def fake_build(copy, env, prefill):

@@ -30,7 +30,7 @@ def entries(path: Path) -> list[str]:
 def test_every_entry_carries_the_version_and_the_commit(built_book):
     assert built_book.returncode == 0, built_book.output[-3000:]
     version = yaml.safe_load((ROOT / "CITATION.cff").read_text("utf-8"))["version"]
-    built = commit(ROOT, mark_changes=False)
+    built = commit(ROOT)
     assert built != "unknown"
     chapters = lessons(ROOT)
     cite = entries(HTML / "book" / "cite.html")
@@ -39,6 +39,20 @@ def test_every_entry_carries_the_version_and_the_commit(built_book):
     for entry in cite + [box[0] for box in boxes]:
         assert f"Version {version}, commit {built}" in entry, entry
         assert "language =" not in entry and "Édition" not in entry, entry
+
+
+def test_footer_build_info_and_bibtex_name_the_same_commit(built_book):
+    """One marker on the built site, in both languages: the footer (which the
+    PDFs print), the build-info page and the BibTeX entries."""
+    assert built_book.returncode == 0, built_book.output[-3000:]
+    for site in (HTML, HTML / "fr"):
+        footer = (site / "book" / "masking.html").read_text(encoding="utf-8")
+        markers = set(re.findall(r"· commit (\S+) ·", footer))
+        info = (site / "book" / "build-info.html").read_text(encoding="utf-8")
+        markers |= set(re.findall(r'"pre">([0-9a-f]{7,40}(?:\+changes)?)<', info))
+        cite = entries(site / "book" / "cite.html")
+        markers |= {m for e in cite for m in re.findall(r"commit (\S+)\}", e)}
+        assert markers == {commit(ROOT)}, (site, markers)
 
 
 def test_the_french_entries_say_they_cite_the_french_edition(built_book):

@@ -130,7 +130,7 @@ def test_the_first_page_names_the_book_its_version_and_commit(pdfs):
     from bookbuild.site.build_info import commit
 
     provenance = f"Attention, Computed {version('qkv')} · commit"
-    sha = commit(ROOT, mark_changes=False)
+    sha = commit(ROOT)
     for name, path in pdfs.items():
         first = " ".join(PdfReader(path).pages[0].extract_text().split())
         assert provenance in first and sha in first, (name, first[:300])

@@ -10,8 +10,16 @@ UTC time and the git commit of the book (``unknown`` outside a git checkout).
 The headers of myst-nb's table of execution times are written in the page's
 language (:class:`TranslateExecTable`).
 Every page's footer also gives the book's version, the commit, the build date and
-the torch version. The footer leaves out the ``+changes`` mark and the time of
-day: editing a page must not rewrite every page of the site.
+the torch version. The footer leaves out the time of day: two builds of one day
+give the same footers.
+
+The commit is named the same way everywhere it appears: the footer (and so the
+first page of every PDF handout, which prints it), the build-info page and every
+BibTeX entry (:mod:`bookbuild.site.citation`) show :func:`build_commit`, which
+:func:`commit` computes once per build: the short commit, with ``+changes`` when
+the working tree's tracked files differ from it (``407d65c+changes``), since such
+a build's text is not that commit's. A build that switches from a clean tree to
+a dirty one rewrites its pages' footers (not their execution).
 
 The build time is the current time, or the one ``SOURCE_DATE_EPOCH`` gives (the
 reproducible-builds convention: seconds since 1970), so that two builds of the
@@ -21,6 +29,7 @@ same commit can be compared file by file (``python -m bookbuild.tools.same_site`
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,14 +47,63 @@ def _git(root: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
-def commit(root: Path, mark_changes: bool = True) -> str:
-    """The short commit of ``root``, with ``+changes`` if the tree is not clean."""
+#: What a build from a working tree whose tracked files differ from its commit
+#: adds to the commit's name.
+CHANGES = "+changes"
+
+
+#: The lines ``make addresses`` writes into three files before the publishing
+#: workflow builds the site (:mod:`bookbuild.site.urls`): filling in the book's
+#: addresses is publishing that commit, not changing its text.
+ADDRESS_LINES = {
+    "_config.yml": re.compile(r'^  (url|baseurl): "[^"]*"(\s*#.*)?$'),
+    "pyproject.toml": re.compile(r'^(Homepage|Source|Issues) = "[^"]*"$'),
+    "CITATION.cff": re.compile(r'^(url|repository-code|commit): "[^"]*"$'),
+}
+
+
+def changed_text(diff: str) -> bool:
+    """True if ``git diff`` output ``diff`` changes anything but the lines of
+    :data:`ADDRESS_LINES` (a file of its own, a deleted file, a binary one)."""
+    pattern = None
+    for line in diff.splitlines():
+        if line.startswith("diff --git "):
+            name = line.rsplit(" b/", 1)[-1]
+            pattern = ADDRESS_LINES.get(name)
+            if pattern is None:
+                return True
+        elif line.startswith(("--- ", "+++ ")):
+            continue
+        elif line.startswith(("+", "-")) and not pattern.match(line[1:]):
+            return True
+        elif line.startswith(("Binary ", "deleted file", "new file", "old mode")):
+            return True
+    return False
+
+
+def commit(root: Path) -> str:
+    """The commit marker of ``root``'s checkout: its short commit, with
+    ``+changes`` if a tracked file differs from it (beyond the addresses
+    ``make addresses`` fills in); ``unknown`` outside git."""
     try:
         sha = _git(root, "rev-parse", "--short", "HEAD")
-        dirty = mark_changes and _git(root, "status", "--porcelain", "-uno")
+        diff = _git(root, "diff", "--no-color", "--no-ext-diff", "-U0", "HEAD")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
-    return f"{sha}+changes" if dirty else sha
+    return f"{sha}{CHANGES}" if changed_text(diff) else sha
+
+
+def build_commit(app: Sphinx) -> str:
+    """The commit marker of this build (:func:`commit` of the book's folder),
+    computed once: the footer, the build-info page and every BibTeX entry name
+    the same one, even if the tree changes while the build runs."""
+    marker = getattr(app, "_qkv_build_commit", None)
+    if marker is None:
+        from bookbuild.toc import book_root
+
+        marker = commit(book_root(Path(app.srcdir)))
+        app._qkv_build_commit = marker
+    return marker
 
 
 def build_time() -> datetime:
@@ -63,7 +121,7 @@ def _always_outdated(app, env, added, changed, removed):
 def _stamped(app: Sphinx, text: str) -> str:
     stamp = build_time().strftime("%Y-%m-%d %H:%M UTC")
     return text.replace("%%BUILD_DATE%%", stamp).replace(
-        "%%BUILD_COMMIT%%", commit(Path(app.srcdir))
+        "%%BUILD_COMMIT%%", build_commit(app)
     )
 
 
@@ -146,7 +204,7 @@ def _footer(app: Sphinx, config) -> None:
     stamp = build_time().strftime("%Y-%m-%d")
     footer = (
         f"{config.html_title} {installed('qkv')} · commit "
-        f"{commit(Path(app.srcdir), mark_changes=False)} · "
+        f"{build_commit(app)} · "
         f"{_('built {date}').format(date=stamp)} · torch {installed('torch')}"
     )
     options = dict(config.html_theme_options or {})

@@ -6,7 +6,9 @@ page alone (one long page of BibTeX) makes them search.
 
 Answer: one function, :func:`chapter_entry`, writes a chapter's reference from
 ``CITATION.cff`` (title, authors, version, year), the commit it was built from,
-the chapter's number as the table of contents gives it, its stable label and,
+the chapter's number as the table of contents gives it, its stable label, a
+``publisher`` (its authors: BibTeX's plain, unsrt and alpha styles require one
+in a ``@book`` and an ``@incollection``) and,
 when the book has a public address (``html.baseurl`` in ``_config.yml``, which
 the publishing workflow fills), its URL; in a translated build, the edition's
 own title (``book_citation_title`` of its ``book_i18n_overrides``, else its
@@ -95,6 +97,12 @@ class Book:
     def bibtex_authors(self) -> str:
         return " and ".join("{" + name + "}" for name in self.authors)
 
+    @property
+    def publisher(self) -> str:
+        """Who publishes the book: its authors (BibTeX's standard styles
+        require a ``publisher`` in a ``@book`` and an ``@incollection``)."""
+        return ", ".join(self.authors)
+
 
 def _person(author: dict) -> str:
     return f"{author.get('given-names', '')} {author.get('family-names', '')}".strip()
@@ -130,6 +138,7 @@ def book_entry(book: Book) -> str:
     fields = [
         f"  title = {{{book.title}}},",
         f"  author = {{{book.bibtex_authors}}},",
+        f"  publisher = {{{book.publisher}}},",
         f"  year = {{{book.year}}},",
         f"  edition = {{{book.version}}},",
         *_notes(book),
@@ -147,10 +156,12 @@ def chapter_entry(
     _ = gettext(language)
     label = Path(page).name
     fields = [
-        f"  title = {{{title}}},",
+        # In braces: BibTeX's styles lower-case a chapter's title ("Kv cache").
+        f"  title = {{{{{title}}}}},",
         f"  booktitle = {{{book.title}}},",
         f"  author = {{{book.bibtex_authors}}},",
         *([f"  chapter = {{{number}}},"] if number else []),
+        f"  publisher = {{{book.publisher}}},",
         f"  year = {{{book.year}}},",
         f"  edition = {{{book.version}}},",
         *_notes(book, _("Chapter label: {label}").format(label=label)),
@@ -210,7 +221,7 @@ def _title(app, page: str) -> str:
 
 def _book(app) -> Book:
     from bookbuild.i18n.languages import is_translation
-    from bookbuild.site.build_info import commit
+    from bookbuild.site.build_info import build_commit
 
     root = book_root(app.srcdir)
     translated = "book_languages" in app.config and is_translation(app.config)
@@ -221,8 +232,8 @@ def _book(app) -> Book:
         root,
         # In a translation, the address of its folder (bookbuild.i18n.languages).
         app.config.html_baseurl or "",
-        # As the footer gives it: the same on every page of one commit.
-        commit(root, mark_changes=False),
+        # As the footer and the build-info page give it (+changes included).
+        build_commit(app),
         language,
         # The edition's full title, else the title of its pages.
         own.get("book_citation_title") or own.get("html_title", ""),

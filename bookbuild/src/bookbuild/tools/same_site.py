@@ -235,7 +235,7 @@ def main(argv: list[str]) -> int:
     root = args.root.resolve()
     folder = root / "_build" / "same-site"
     env = {"SOURCE_DATE_EPOCH": source_date(root)}
-    sites, commit_before = [], commit(root, mark_changes=False)
+    sites, commit_before = [], commit(root)
     if args.first:
         print(f"same site: the first build is {args.first}", flush=True)
         sites.append(args.first.resolve())
@@ -252,12 +252,13 @@ def main(argv: list[str]) -> int:
             return 2
         print(f"same site: built in {time.perf_counter() - start:.0f} s", flush=True)
         sites.append(build.html)
-    commit_after = commit(root, mark_changes=False)
+    commit_after = commit(root)
     if commit_after != commit_before:
         # Every page's footer names the commit: the comparison would show nothing.
         print(
             f"same site: the commit changed during the builds ({commit_before} -> "
-            f"{commit_after}): every page differs; run again without committing"
+            f"{commit_after}): every page differs; run again without committing "
+            "or editing"
         )
         return 3
     differences = compare_sites(*sites, TIMED_PAGES)
