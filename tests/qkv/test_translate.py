@@ -427,7 +427,10 @@ def _words_right_both_ways(run):
 
 # slow: ten trainings of 100 steps, the chapter's exercise 4
 @pytest.mark.slow
-def test_unmasked_decoder_loses_words_when_it_decodes_and_the_masked_one_does_not():
+def test_unmasked_decoder_loses_words_when_it_decodes_and_the_masked_one_does_not(
+    trained_results,
+):
+    """Slow: reads the build's trained results, or trains ten small models."""
     causal_forward = MultiHeadAttention.forward
 
     def peeking_forward(self, *args, is_causal=False, **kwargs):
