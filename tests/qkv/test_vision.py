@@ -294,21 +294,25 @@ def test_cls_layer_0_nearly_even_and_deeper_heads_sharp_on_seeds_0_to_4(
 
 
 @pytest.mark.slow
-def test_deeper_heads_split_between_ink_and_blank_and_the_split_changes_on_seeds_0_to_4(
+def test_layer_0_heads_even_and_the_deeper_ink_heads_change_on_seeds_0_to_4(
     trained_results,
 ):
-    """Slow: trains the chapter's model on five seeds (a few seconds each)."""
-    counts = []
+    """Slow: trains the chapter's model on five seeds (a few seconds each).
+    The chapter's classes: a head is "ink" above 1.05 times the average ink,
+    "blank" below 0.95, "even" within 5 % of an even look."""
+    even_margin = 0.05
+    ink_counts = []
     for run in chapter_runs(4):
         images = run.data.test_images
         ink = vision.patchify(images, 4).mean(dim=-1)  # (B, M)
         maps = vision.cls_attention(run.model, images)  # (B, Ly, H, M)
         seen = (maps * ink[:, None, None]).sum(-1) / maps.sum(-1)  # (B, Ly, H)
-        ratio = seen.mean(dim=0)[1:] / ink.mean()  # (Ly - 1, H)
-        n_ink = int((ratio > 1).sum())
-        assert 0 < n_ink < ratio.numel()  # some seek ink, some blank paper
-        counts.append(n_ink)
-    assert len(set(counts)) > 1  # which heads do what changes with the seed
+        ratio = seen.mean(dim=0) / ink.mean()  # (Ly, H)
+        # every head of layer 0 even (measured: within 0.029 of 1)
+        assert (ratio[0] - 1).abs().max() < 0.9 * even_margin
+        ink_counts.append(int((ratio[1:] > 1 + even_margin).sum()))
+    # which heads do what changes with the seed (measured: 1 to 5 ink heads)
+    assert max(ink_counts) - min(ink_counts) >= 1
 
 
 @pytest.mark.slow
