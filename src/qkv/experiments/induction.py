@@ -69,6 +69,8 @@ VOCAB_SIZE = 64
 SEQ_LEN = 24
 #: The length of the repeated segment.
 SEGMENT_LEN = 6
+#: How many held-out sequences the training curve is measured on.
+PROBE_SIZE = 200
 
 
 @dataclass
@@ -429,7 +431,8 @@ class TrainResult:
         previous_token_head: ``(0, head)``, the head of the first layer with the
             highest previous-token score.
         history: training loss at each step.
-        curve: measured every ``eval_every`` steps on 200 held-out sequences:
+        curve: measured every ``eval_every`` steps on :data:`PROBE_SIZE` held-out
+            sequences:
             ``step``, ``loss``, ``repeat_accuracy``, ``induction`` (best head)
             and ``previous_token`` (best head of the first layer).
         heldout: the held-out sequences.
@@ -516,9 +519,9 @@ def train(
     generator = torch.Generator().manual_seed(seed)
     heldout = heldout_batch(seed, n_heldout)
     probe = Batch(
-        heldout.tokens[:200],
-        heldout.first[:200],
-        heldout.repeat[:200],
+        heldout.tokens[:PROBE_SIZE],
+        heldout.first[:PROBE_SIZE],
+        heldout.repeat[:PROBE_SIZE],
         heldout.segment_len,
     )
     # foreach: every tensor in one call, the same numbers, less Python per step
