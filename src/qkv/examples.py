@@ -47,3 +47,5 @@ CAT_SENTENCE_FR: tuple[str, ...] = (
 
 #: The pronoun example of the chapter on a pretrained model.
 CAT_SENTENCE_EN = "The cat sleeps on the sofa because it is tired."
+#: Its second English sentence, where "it" is the trophy (a Winograd schema).
+TROPHY_SENTENCE_EN = "The trophy does not fit in the suitcase because it is too big."

@@ -238,7 +238,11 @@ def examples(root: Path) -> Examples:
     """The book's English examples, from ``src/qkv``."""
     qkv = root / "src" / "qkv"
     found = _literals(qkv / "examples.py")
-    sentences = (" ".join(found["SIX_WORDS"]), str(found["CAT_SENTENCE_EN"]))
+    sentences = (
+        " ".join(found["SIX_WORDS"]),
+        str(found["CAT_SENTENCE_EN"]),
+        str(found["TROPHY_SENTENCE_EN"]),
+    )
     task = _literals(qkv / "experiments" / "translate.py")
     english = ["the"]
     english += [w for noun in task["NOUNS"] for w in noun[3:5]]
