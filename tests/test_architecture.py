@@ -190,3 +190,60 @@ def test_the_qkv_distribution_leaves_the_build_wing_out():
         (ROOT / "bookbuild" / "pyproject.toml").read_text(encoding="utf-8")
     )
     assert wing["project"]["name"] == "bookbuild"
+
+
+#: The markers of pyproject.toml, and what each implies (tests/conftest.py).
+IMPLIES = {"release": "book", "book": "build"}
+
+
+def pytest_runs(target: str) -> list[str]:
+    """The ``-m`` expressions of the pytest runs of a Makefile target, with
+    the Makefile's variables (``$(CHECK_TESTS)``) put in."""
+    text = (ROOT / "Makefile").read_text(encoding="utf-8")
+    variables = dict(re.findall(r"^([A-Z_]+) := (.*)$", text, re.M))
+    recipe = re.search(rf"^{target}:.*\n((?:\t.*\n)+)", text, re.M).group(1)
+    runs = [run.strip('"') for run in re.findall(r'pytest -m ("[^"]+"|\S+)', recipe)]
+    return [
+        re.sub(r"\$\((\w+)\)", lambda m: variables[m.group(1)], run) for run in runs
+    ]
+
+
+def marker_sets() -> list[dict[str, bool]]:
+    """Every set of markers a test can carry, the implications respected."""
+    import itertools
+    import tomllib
+
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    names = [
+        m.split(":")[0] for m in pyproject["tool"]["pytest"]["ini_options"]["markers"]
+    ]
+    assert set(IMPLIES) | set(IMPLIES.values()) <= set(names)
+    found = []
+    for values in itertools.product([False, True], repeat=len(names)):
+        marks = dict(zip(names, values, strict=True))
+        if all(marks[b] or not marks[a] for a, b in IMPLIES.items()):
+            found.append(marks)
+    return found
+
+
+def test_every_test_runs_once_in_ci_and_make_check_is_part_of_make_test():
+    """Whatever its markers, a test runs in exactly one of `make test`'s two
+    pytest runs and `make release`'s; `.ci/run` runs both targets; every test
+    of `make check` is in `make test`, and none of `make test` is a release check."""
+    check, (first, second), (release,) = (
+        pytest_runs("check"),
+        pytest_runs("test"),
+        pytest_runs("release"),
+    )
+    assert len(check) == 1 and release == "release"
+    for marks in marker_sets():
+        chosen = [eval(run, {}, dict(marks)) for run in (first, second, release)]
+        assert sum(chosen) == 1, (marks, chosen)
+        if eval(check[0], {}, dict(marks)):
+            assert chosen[0], marks
+        if marks["release"]:
+            assert chosen == [False, False, True], marks
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert re.search(r"^make test$", ci, re.M) and re.search(
+        r"^make release$", ci, re.M
+    )
