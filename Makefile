@@ -3,14 +3,14 @@
 #               _build/html/fr (strict: a warning fails it; a page whose
 #               claims did not hold on this machine is left out, and listed;
 #               make book CLAIMS=note builds it with a notice after each)
-#   make test   every check but the release checks: ruff, the chapters' code,
-#               the JavaScript linter, then every test (package, book, browser)
-#               but those that build the whole book again (about 12 minutes)
+#   make test   every check but the release checks (make release): ruff, the
+#               chapters' code, the JavaScript linter, then every test
+#               (package, book, browser) that does not build the book again
 # and:  make check (the fast tier, after every change: ruff, the chapters' code,
 #       the JavaScript linter and every test that builds no book and starts no
 #       browser, in about a minute), make release (the release checks, which
 #       CI runs after make test: two clean builds compared, the notebooks in a
-#       fresh environment, the student edition, the PDFs; about 8 minutes),
+#       fresh environment, the student edition, the PDFs: minutes),
 #       make lint-js (the JavaScript linter),
 #       make serve (the built site on http://127.0.0.1:8000), make clean,
 #       make pdf (a PDF handout per chapter), make bench (build timings),
