@@ -3,11 +3,15 @@
 #               _build/html/fr (strict: a warning fails it; a page whose
 #               claims did not hold on this machine is left out, and listed;
 #               make book CLAIMS=note builds it with a notice after each)
-#   make test   every check, as CI runs it: ruff, the chapters' code, the
-#               JavaScript linter, then every test (package, book, browser)
+#   make test   every check but the release checks (make release): ruff, the
+#               chapters' code, the JavaScript linter, then every test
+#               (package, book, browser) that does not build the book again
 # and:  make check (the fast tier, after every change: ruff, the chapters' code,
 #       the JavaScript linter and every test that builds no book and starts no
-#       browser, in about a minute), make lint-js (the JavaScript linter),
+#       browser, in about a minute), make release (the release checks, which
+#       CI runs after make test: two clean builds compared, the notebooks in a
+#       fresh environment, the student edition, the PDFs: minutes),
+#       make lint-js (the JavaScript linter),
 #       make serve (the built site on http://127.0.0.1:8000), make clean,
 #       make pdf (a PDF handout per chapter), make bench (build timings),
 #       make portability (every claim under emulated CPUs),
@@ -62,7 +66,7 @@ $(CLAIMS_MODE): FORCE
 	@echo "$(CLAIMS)" | cmp -s - $@ || echo "$(CLAIMS)" > $@
 FORCE:
 
-.PHONY: FORCE environment repair book check test portability lint-js serve clean bench bench-toy bench-attention bench-models pdf lock addresses notebooks-branch same-site translations english-words corpus
+.PHONY: FORCE environment repair book check test release portability lint-js serve clean bench bench-toy bench-attention bench-models pdf lock addresses notebooks-branch same-site translations english-words corpus
 
 # Every package at the version of requirements.lock (uv installs them in
 # seconds), torch as above, and the book's two packages (qkv, bookbuild) editable.
@@ -176,7 +180,8 @@ translations: $(INSTALLED)
 
 # The fast tier, after every change (CONTRIBUTING.md): the linters, then every
 # test that builds no book (not even a small one) and starts no browser, on two
-# workers. Markers (pyproject.toml): build, browser, slow; book implies build.
+# workers. Markers (pyproject.toml): build, browser, slow, book, release;
+# release implies book, book implies build.
 CHECK_TESTS := not build and not browser and not slow
 check: $(INSTALLED) lint-js
 	$(BIN)/ruff check .
@@ -184,17 +189,26 @@ check: $(INSTALLED) lint-js
 	$(BIN)/python -m bookbuild.tools.chapter_code check
 	$(BIN)/python -m pytest -m "$(CHECK_TESTS)" -n 2 -q --durations=15
 
-# Everything, as CI runs it (.ci/run), before a pull request: the linters, the
-# tests that do not need the whole book on two workers (the slow ones, the small
-# books and the browser tests of test pages too), then the tests of the whole
-# book, in one process (they share one build of the book, and parallelise
-# inside themselves where the cores are idle).
+# Every check but the release checks, as CI runs it (.ci/run), before a pull
+# request: the linters, the tests that do not need the whole book on two workers
+# (the slow ones, the small books and the browser tests of test pages too), then
+# the tests of the whole book, in one process (they share one build of the book,
+# and parallelise inside themselves where the cores are idle).
 test: $(INSTALLED) lint-js
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m bookbuild.tools.chapter_code check
 	$(BIN)/python -m pytest -m "not book" -n 2 --dist loadgroup -q --durations=15
-	$(BIN)/python -m pytest -m book --durations=15
+	$(BIN)/python -m pytest -m "book and not release" --durations=15
+
+# The release checks (marker release), which CI runs after make test: what
+# builds the whole book again or installs an environment. The book built (or
+# brought up to date) once, then two clean builds compared (QKV_SAME_SITE=1:
+# the same-site check runs here, as in CI), every notebook as downloaded in a
+# fresh environment, the student edition (English and French) and its links,
+# the PDF handouts; in one process, sharing the build.
+release: $(INSTALLED)
+	QKV_SAME_SITE=1 $(BIN)/python -m pytest -m release --durations=15
 
 serve: book
 	@echo "Serving _build/html on http://127.0.0.1:$(PORT) (Ctrl-C to stop)"

@@ -3,11 +3,15 @@ and the same random state at the start of every test.
 
 Tiers (see CONTRIBUTING.md): ``make check`` runs every test that builds no book
 and starts no browser, selected by ``-m "not build and not browser and not slow"``;
-``make test`` runs them all, in two runs: ``-m "not book"`` on two workers
-(small books and test pages in a browser included), then ``-m book``. A test that
-builds a book, the whole one or a small one, is marked ``build`` here, from the
-fixtures it uses (BUILD_FIXTURES), or by hand with ``@pytest.mark.build`` when it
-calls ``build_book`` itself."""
+``make test`` runs every other one but the release checks, in two runs:
+``-m "not book"`` on two workers (small books and test pages in a browser
+included), then ``-m "book and not release"``; ``make release`` (CI runs it after
+``make test``) runs ``-m release``: the checks that build the whole book again or
+install an environment (two clean builds compared, the notebooks in a fresh
+environment, the student edition, the PDFs). A test that builds a book, the
+whole one or a small one, is marked ``build`` here, from the fixtures it uses
+(BUILD_FIXTURES), or by hand with ``@pytest.mark.build`` when it calls
+``build_book`` itself; ``release`` implies ``book``, which implies ``build``."""
 
 from __future__ import annotations
 
@@ -46,19 +50,26 @@ def pytest_configure(config: pytest.Config) -> None:
 
 # Fixtures that build the whole book: a test using one of them is marked ``book``.
 WHOLE_BOOK_FIXTURES = {"built_book", "student_site"}
+# Fixtures that build the whole book a second time (another edition): a test
+# using one of them is a release check, marked ``release`` (``make release``).
+RELEASE_FIXTURES = {"student_site"}
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m reads the marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark ``build`` every test that uses a fixture building a book; a test
     marked ``book`` (checks of the built book) builds it too, and so does a test
-    that uses the whole book's fixtures, marked ``book`` here. (A module whose
+    that uses the whole book's fixtures, marked ``book`` here; a test that uses
+    the student edition is marked ``release``, and every ``release`` test
+    ``book``. (A module whose
     tests share a fixture that builds small books names an xdist group: in
     ``make test``'s first run, ``--dist loadgroup``, they share one worker and
     the fixture builds once.)"""
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
-        if fixtures & WHOLE_BOOK_FIXTURES:
+        if fixtures & RELEASE_FIXTURES:
+            item.add_marker(pytest.mark.release)
+        if fixtures & WHOLE_BOOK_FIXTURES or item.get_closest_marker("release"):
             item.add_marker(pytest.mark.book)
         if fixtures & BUILD_FIXTURES or item.get_closest_marker("book"):
             item.add_marker(pytest.mark.build)

@@ -1,7 +1,10 @@
 """ARCHITECTURE.md is the map of the repository: it must stay true, both ways.
 
 Every folder, module, static file and Makefile target it names exists, and every
-one that exists is named on it.
+one that exists is named on it; every path it names exists; the counts it states
+are the code's (fixes, patch registry entries, explorables, subpackages); its
+table of test folders names the markers each folder's tests carry; and every
+test runs in exactly one pytest run of `make test` and `make release`.
 """
 
 from __future__ import annotations
@@ -190,3 +193,210 @@ def test_the_qkv_distribution_leaves_the_build_wing_out():
         (ROOT / "bookbuild" / "pyproject.toml").read_text(encoding="utf-8")
     )
     assert wing["project"]["name"] == "bookbuild"
+
+
+#: The markers of pyproject.toml, and what each implies (tests/conftest.py).
+IMPLIES = {"release": "book", "book": "build"}
+
+
+def pytest_runs(target: str) -> list[str]:
+    """The ``-m`` expressions of the pytest runs of a Makefile target, with
+    the Makefile's variables (``$(CHECK_TESTS)``) put in."""
+    text = (ROOT / "Makefile").read_text(encoding="utf-8")
+    variables = dict(re.findall(r"^([A-Z_]+) := (.*)$", text, re.M))
+    recipe = re.search(rf"^{target}:.*\n((?:\t.*\n)+)", text, re.M).group(1)
+    runs = [run.strip('"') for run in re.findall(r'pytest -m ("[^"]+"|\S+)', recipe)]
+    return [
+        re.sub(r"\$\((\w+)\)", lambda m: variables[m.group(1)], run) for run in runs
+    ]
+
+
+def marker_sets() -> list[dict[str, bool]]:
+    """Every set of markers a test can carry, the implications respected."""
+    import itertools
+    import tomllib
+
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    names = [
+        m.split(":")[0] for m in pyproject["tool"]["pytest"]["ini_options"]["markers"]
+    ]
+    assert set(IMPLIES) | set(IMPLIES.values()) <= set(names)
+    found = []
+    for values in itertools.product([False, True], repeat=len(names)):
+        marks = dict(zip(names, values, strict=True))
+        if all(marks[b] or not marks[a] for a, b in IMPLIES.items()):
+            found.append(marks)
+    return found
+
+
+def test_every_test_runs_once_in_ci_and_make_check_is_part_of_make_test():
+    """Whatever its markers, a test runs in exactly one of `make test`'s two
+    pytest runs and `make release`'s; `.ci/run` runs both targets; every test
+    of `make check` is in `make test`, and none of `make test` is a release check."""
+    check, (first, second), (release,) = (
+        pytest_runs("check"),
+        pytest_runs("test"),
+        pytest_runs("release"),
+    )
+    assert len(check) == 1 and release == "release"
+    for marks in marker_sets():
+        chosen = [eval(run, {}, dict(marks)) for run in (first, second, release)]
+        assert sum(chosen) == 1, (marks, chosen)
+        if eval(check[0], {}, dict(marks)):
+            assert chosen[0], marks
+        if marks["release"]:
+            assert chosen == [False, False, True], marks
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert re.search(r"^make test$", ci, re.M) and re.search(
+        r"^make release$", ci, re.M
+    )
+
+
+#: Suffixes of the file names the map writes in backticks.
+FILE_SUFFIXES = (".py", ".md", ".yml", ".toml", ".txt", ".lock", ".js", ".mjs")
+FILE_SUFFIXES += (".css", ".json", ".cff", ".bib", ".po", ".pot")
+
+
+#: Names in backticks that are not paths of the repository: a MIME type, a
+#: folder of the built site, the generated conf.py the map says is not used.
+NOT_PATHS = {"text/plain", "_static/mathjax", "conf.py"}
+
+
+def named_paths() -> set[str]:
+    """Every path the map writes: the first column of its tree, and every name
+    in backticks that is a path (has a ``/``) or a file name (one of
+    FILE_SUFFIXES); not the build's outputs (``_build/``), placeholders
+    (``<label>``, ``{en,fr}``) or dotted module names."""
+    block = MAP.split("```", 2)[1]
+    found = set()
+    for line in block.strip().splitlines():
+        if re.fullmatch(r"[\w.-]+(, [\w.-]+)+", line.strip()):  # README.md, ...
+            found |= {name.strip() for name in line.split(",")}
+        else:
+            found.add(line.split()[0])
+    for name in re.findall(r"`([^`\s]+)`", MAP):
+        name = name.split("::", 1)[0]
+        if (
+            name in NOT_PATHS
+            or name.startswith(("_build", ".po"))
+            or re.search(r"[<>{}*$(=:]", name)
+        ):
+            continue
+        if "/" in name or name.endswith(FILE_SUFFIXES):
+            found.add(name)
+    return found
+
+
+def test_every_path_on_the_map_exists():
+    """A path is read from the repository's root; a shorter one (``prose/en.txt``,
+    ``static/search.js``, a table's ``toc.py``) must end a tracked file's path."""
+    tracked = tracked_files()
+    names = named_paths()
+    assert {".ci/run", "tests/qkv/", "Makefile"} <= names, sorted(names)
+    missing = []
+    for name in sorted(names):
+        bare = name.rstrip("/")
+        if (ROOT / bare).exists():
+            continue
+        if any(path == bare or path.endswith("/" + bare) for path in tracked):
+            continue
+        if name.endswith("/") and any(f"/{bare}/" in f"/{path}" for path in tracked):
+            continue
+        missing.append(name)
+    assert not missing, f"ARCHITECTURE.md names paths that do not exist: {missing}"
+
+
+NUMBERS = "one two three four five six seven eight nine ten eleven twelve".split()
+
+
+def stated(pattern: str) -> int:
+    """The number (a word, 'Ten' or 'seven') that ``pattern``'s group finds
+    in the map; the test fails if the map no longer says it."""
+    found = re.search(pattern, MAP)
+    assert found, f"ARCHITECTURE.md no longer says {pattern!r}: update this test"
+    return NUMBERS.index(found.group(1).lower()) + 1
+
+
+def test_the_counts_on_the_map_are_the_codes():
+    import qkv.page.explorables as explorables
+    from bookbuild import patches
+    from bookbuild.i18n.languages import FIXES
+
+    assert stated(r"\*(\w+) fixes, in order\*") == len(FIXES)
+    assert stated(r"(\w+) entries of\s+`bookbuild\.patches\.REGISTRY`") == len(
+        patches.REGISTRY
+    )
+    entry_points = [
+        name
+        for name in explorables.__all__
+        if callable(getattr(explorables, name)) and name != "seeded_normal"
+    ]
+    assert stated(r"exports the (\w+)\s+and `seeded_normal`") == len(entry_points)
+    subpackages = {
+        path.parent.name
+        for path in (ROOT / "bookbuild" / "src" / "bookbuild").glob("*/__init__.py")
+    }
+    assert stated(r"\*\*Shared by all (\w+)\*\*") == len(subpackages)
+
+
+def fixture_sets() -> dict[str, set[str]]:
+    """The sets of fixtures of tests/conftest.py that set a marker."""
+    import ast
+
+    text = (ROOT / "tests" / "conftest.py").read_text(encoding="utf-8")
+    return {
+        name: ast.literal_eval(value)
+        for name, value in re.findall(r"^(\w+_FIXTURES) = (\{.*\})$", text, re.M)
+    }
+
+
+def markers_in(files: list[Path]) -> set[str]:
+    fixtures = fixture_sets()
+    found = set()
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        found |= set(
+            re.findall(r"pytest\.mark\.(build|book|release|browser|slow)\b", text)
+        )
+        words = set(re.findall(r"\w+", text))
+        if words & fixtures["BUILD_FIXTURES"] or "build_book" in words:
+            found.add("build")
+        if words & fixtures["WHOLE_BOOK_FIXTURES"]:
+            found.add("book")
+        if words & fixtures["RELEASE_FIXTURES"]:
+            found.add("release")
+    if "release" in found:
+        found.add("book")
+    if "book" in found:
+        found.add("build")
+    return found
+
+
+def test_the_tiers_table_names_the_markers_each_test_folder_holds():
+    """Read from the files, not collected (collecting every test takes a
+    minute): a marker written by hand (``pytest.mark.X``); ``build``, ``book``
+    and ``release`` also from the fixtures a test names (tests/conftest.py), and
+    from one another (release implies book, book implies build)."""
+    section = MAP.split("## Tests in tiers", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `(tests/[\w/]*)` \| [^|]+ \| ([^|]+) \|$", section, re.M)
+    assert {folder for folder, _ in rows} == {
+        "tests/",
+        "tests/qkv/",
+        "tests/bookbuild/",
+        "tests/site/",
+    }
+    for folder, cell in rows:
+        named = set(re.findall(r"`(build|book|release|browser|slow)`", cell))
+        if "book" in named:
+            named.add("build")  # "sets build", said or not
+        here = ROOT / folder
+        files = sorted(here.glob("test_*.py"))
+        if folder == "tests/":
+            files = [f for f in files if f.name != Path(__file__).name]
+        else:
+            files = sorted(here.rglob("test_*.py"))
+        assert named == markers_in(files), (
+            folder,
+            sorted(named),
+            sorted(markers_in(files)),
+        )

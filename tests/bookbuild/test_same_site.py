@@ -6,7 +6,8 @@ strict build) with the book's own extensions, holds what used to differ between
 builds: figures shown and glued, a printed set of words, text printed in pieces,
 a traceback shown for teaching, a glossary, a chapter notebook. It is built from
 scratch in two folders, then edited and built again incrementally. The same
-check on the real book runs in CI (two cold builds: minutes) or on request.
+check on the real book is a release check: `make release` (CI runs it), or
+`make same-site` (two cold builds: minutes).
 """
 
 from __future__ import annotations
@@ -257,19 +258,21 @@ REAL_BOOK = os.environ.get("CI") == "true" or os.environ.get("QKV_SAME_SITE") ==
 
 
 @pytest.mark.book
+@pytest.mark.release  # two cold builds of the whole book: make release
 @pytest.mark.skipif(
     not REAL_BOOK,
-    reason="two cold builds of the book (minutes): runs in CI, or with "
-    "QKV_SAME_SITE=1, or as `make same-site`",
+    reason="two cold builds of the book (minutes): runs in CI, in `make release` "
+    "(QKV_SAME_SITE=1), or as `make same-site`",
 )
 @pytest.mark.build
 def test_the_real_book_builds_the_same_site_twice(built_book, capsys):
     """Two clean builds of the whole book, in two folders, give the same site.
-    When the session's build was clean (CI, on a fresh clone), it is the first
-    of the two: same commit, same SOURCE_DATE_EPOCH, same command, another
-    folder; only the second build runs (one cold build saved), and it reads the
-    session's trained results instead of training every model again. Otherwise
-    both are built here, as `make same-site` does."""
+    When the session's build was clean (``pytest -m release`` on a fresh
+    clone), it is the first of the two: same commit, same SOURCE_DATE_EPOCH,
+    same command, another folder; only the second build runs (one cold build
+    saved). Otherwise (`make release` after `make test`, as in CI) both are
+    built here, as `make same-site` does. Both read the session's trained
+    results instead of training every model again."""
     assert set(TIMED_PAGES) <= set(_pages()), "a timed page left the book"
     assert built_book.returncode == 0, built_book.output[-3000:]
     first = ["--first", str(built_book.html)] if built_book.clean else []

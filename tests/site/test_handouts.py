@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 HTML = ROOT / "_build" / "html"
 
 
-pytestmark = [pytest.mark.book, pytest.mark.browser]
+# Every chapter printed in both languages: a release check (make release).
+pytestmark = [pytest.mark.book, pytest.mark.browser, pytest.mark.release]
 
 
 @pytest.fixture(scope="module")

@@ -179,7 +179,8 @@ def test_every_internal_link_and_anchor_of_the_site_resolves(built_book):
 
 
 @pytest.mark.book
-@pytest.mark.slow  # builds the student edition when run alone (shared in make test)
+@pytest.mark.slow  # builds the student edition (shared with make release's other tests)
+@pytest.mark.release
 def test_every_internal_link_of_the_student_edition_resolves(student_site):
     found = check_links(student_site, allowed=KNOWN_MISSING)
     assert found.pages >= 2 * len(pages(ROOT)), found

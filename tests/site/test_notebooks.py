@@ -119,6 +119,7 @@ EXPLORABLES = {
 
 
 @pytest.mark.slow
+@pytest.mark.release  # a fresh environment, every notebook run again: make release
 def test_the_notebooks_run_as_downloaded_in_a_fresh_environment(built_book, tmp_path):
     """Every notebook of the full edition, as downloaded (first cell included),
     top to bottom, in a folder outside the repository, in a fresh venv that

@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parents[2]
 HTML = ROOT / "_build" / "html"
 
 
-pytestmark = [pytest.mark.book, pytest.mark.slow]
+# The student edition is built again from the cache: a release check (make release).
+pytestmark = [pytest.mark.book, pytest.mark.slow, pytest.mark.release]
 
 
 def test_student_edition_has_no_solution(student_site):
