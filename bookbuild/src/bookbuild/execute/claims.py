@@ -52,6 +52,8 @@ import re
 import sys
 from pathlib import Path
 
+from bookbuild import patches
+
 #: The environment variable that chooses what the site does with a page whose
 #: claims failed: unset (strict), the page is left out and the build fails;
 #: ``note``, the page is built with a notice after each such sentence.
@@ -259,7 +261,10 @@ def _key(line: int) -> str:
     from IPython import get_ipython
 
     filename = sys._getframe(2).f_code.co_filename  # the cell's frame
-    count = get_ipython().compile._filename_map.get(filename, 0)
+    names = patches.instance_attribute(
+        "IPython.core.compilerop:CachingCompiler._filename_map"
+    )
+    count = getattr(get_ipython().compile, names).get(filename, 0)
     return f"{count}:{line}"
 
 

@@ -87,6 +87,7 @@ from pathlib import Path
 
 import yaml
 
+from bookbuild import patches
 from bookbuild.execute import claims, environment, kernel_config, kernels
 from bookbuild.execute.cache import (
     DEFAULT_PATHS,
@@ -173,6 +174,7 @@ def execute(runs: list, execution: dict, manager=WarmKernelManager) -> list:
         client.execute_all([run.nb for run in runs], outcomes)
     except Exception as kernel_error:  # a kernel that did not start, or died
         # nbclient leaves its clean-up registered when a kernel fails to start.
+        patches.private("nbclient.client:NotebookClient._cleanup_kernel")
         atexit.unregister(client._cleanup_kernel)
         done = finished()
         elapsed = time.perf_counter() - start - sum(o[0] for o in outcomes)
@@ -566,9 +568,12 @@ def drop_partial_entries(cache) -> list[str]:
     first); the names of the chapters removed."""
     from jupyter_cache.cache.db import NbCacheRecord
 
+    notebook_path = patches.private(
+        "jupyter_cache.cache.main:JupyterCacheBase._get_notebook_path_cache"
+    )
     dropped = []
     for record in cache.list_cache_records():
-        path = cache._get_notebook_path_cache(record.hashkey)
+        path = notebook_path(cache, record.hashkey)
         try:
             json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
