@@ -128,8 +128,7 @@ def student_site(built_book):
     env = {**os.environ, "QKV_EDITION": "student"}
     env.pop("MPLBACKEND", None)
     done = subprocess.run(  # the student edition and its French edition (html/fr)
-        [sys.executable, "-m", "bookbuild.i18n.translations", "site"]
-        + ["--path-output", str(out)],
+        [sys.executable, "-m", "bookbuild.build", "site"] + ["--path-output", str(out)],
         cwd=ROOT,
         env=env,
         capture_output=True,

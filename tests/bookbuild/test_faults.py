@@ -29,7 +29,7 @@ from babel.messages.catalog import Catalog
 from babel.messages.pofile import read_po, write_po
 
 from bookbuild.execute.prefill import failure_report, forget_pages
-from bookbuild.i18n.translations import catalogue_line
+from bookbuild.i18n.locations import catalogue_line
 from bookbuild.tools.testing import MYST_NOTEBOOK, build_book, write_small_book
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -141,7 +141,7 @@ def test_a_failing_chapter_stops_the_builds_beside_the_prefill(small_book):
     import psutil
 
     root = small_book({"index": "# Home\n\nHello.\n", "chapter": CHAPTER}, toc=TOC)
-    site = [sys.executable, "-m", "bookbuild.i18n.translations", "site"]
+    site = [sys.executable, "-m", "bookbuild.build", "site"]
     out = failing_build(
         site + ["--log-dir", str(root / "logs"), "--with-prefill"], root
     )

@@ -53,6 +53,8 @@ import sys
 from pathlib import Path
 
 from bookbuild import patches
+from bookbuild.execute.sources import cell_start, source_path
+from bookbuild.i18n.code import line_map
 
 #: The environment variable that chooses what the site does with a page whose
 #: claims failed: unset (strict), the page is left out and the build fails;
@@ -348,7 +350,6 @@ def failures(
     translation's run), ``source_line`` and ``guards_line`` (lines of the
     source this run executed: what its Sphinx build reads), the code cell's
     number, the check and what was measured, the sentence it guards."""
-    from bookbuild.execute.prefill import _cell_start, source_path
 
     path = Path(project_nb.uri)
     own = source_path(project_nb.uri)
@@ -362,7 +363,7 @@ def failures(
             continue
         index = claim["cell"]
         source = cells[index].source.splitlines() or [""]
-        first = _cell_start(path, project_nb.nb, index, source) or 1
+        first = cell_start(path, project_nb.nb, index, source) or 1
         at = first + claim["cell_line"] - 1
         guards, guards_line = guarded_sentence(project_nb.nb, index, path)
         found.append(
@@ -391,7 +392,6 @@ def _english_lines(path: Path, own: Path):
     differ in a translation's run: its code translated)."""
     if path == own or not (path.is_file() and own.is_file()):
         return lambda line: line
-    from bookbuild.i18n.code import line_map
 
     found = line_map(own.read_text(encoding="utf-8"), path.read_text(encoding="utf-8"))
     return lambda line: found[line - 1] + 1 if 0 < line <= len(found) else line

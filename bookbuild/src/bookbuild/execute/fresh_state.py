@@ -37,6 +37,7 @@ import os
 import warnings
 
 from bookbuild import patches
+from bookbuild.execute.kernels import reseed
 
 #: What :func:`remember` saw, in this kernel.
 _fresh: dict | None = None
@@ -77,7 +78,6 @@ def restore() -> None:
 
     import qkv
     import qkv.page.widgets
-    from bookbuild.execute.kernels import reseed
 
     if _fresh is None:
         raise RuntimeError("fresh_state.restore() before fresh_state.remember()")

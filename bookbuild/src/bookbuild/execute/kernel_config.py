@@ -46,6 +46,8 @@ import hashlib
 import os
 from pathlib import Path
 
+from bookbuild.toc import book_root
+
 #: The environment variables of every kernel (besides IPYTHONDIR).
 ENVIRONMENT = {"PYTHONHASHSEED": "0"}
 
@@ -128,7 +130,6 @@ def fingerprint() -> str:
 
 def _apply_for_sphinx(app, config) -> None:
     # The book's _build, whatever the output folder (as bookbuild.execute.cache does).
-    from bookbuild.toc import book_root
 
     apply(book_root(app.srcdir) / "_build")
 
