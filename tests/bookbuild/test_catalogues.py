@@ -1,5 +1,5 @@
 """A French page is never built from a missing or broken catalogue (issue 39):
-``translations build`` refuses before Sphinx, which would build the page in
+``python -m bookbuild.build build`` refuses before Sphinx, which would build the page in
 English, or keep its last French page, without a warning."""
 
 from __future__ import annotations

@@ -124,7 +124,7 @@ def test_make_book_stops_when_the_prefill_fails():
     for target in ("$(BUILT):", "$(STUDENT_BUILT):"):
         recipe = makefile.split(f"\n{target}", 1)[1].split("\n\n", 1)[0]
         lines = [line.strip() for line in recipe.splitlines()[1:]]
-        site = next(i for i, x in enumerate(lines) if "translations site" in x)
+        site = next(i for i, x in enumerate(lines) if "bookbuild.build site" in x)
         prefill = [i for i, x in enumerate(lines) if "execute.prefill" in x]
         if target == "$(BUILT):":
             assert not prefill and lines[site].endswith("--with-prefill"), lines

@@ -92,6 +92,12 @@ PRELOAD = [
     "matplotlib.figure",
     "matplotlib.backends.backend_agg",
     "qkv",
+    # what every kernel of the book imports as it starts (its configuration
+    # installs the kept trainings: qkv.experiments) and for its claims and
+    # fresh state (bookbuild.patches, which reads Sphinx's errors and languages)
+    "bookbuild.execute.results",
+    "bookbuild.execute.claims",
+    "bookbuild.execute.fresh_state",
 ]
 
 #: What the warm process imports ``PRELOAD`` with: matplotlib's backend, as in a
