@@ -145,7 +145,7 @@ $(BUILT) $(STUDENT_BUILT): export QKV_CLAIMS = $(CLAIMS)
 $(STUDENT_BUILT): $(INSTALLED) $(BOOK_INPUTS) $(INPUTS_LIST) $(CLAIMS_MODE) | environment
 	@mkdir -p $(@D) && touch $@.start
 	@$(BIN)/python -P -m bookbuild.execute.prefill
-	@QKV_EDITION=student $(BIN)/python -m bookbuild.i18n.translations site \
+	@QKV_EDITION=student $(BIN)/python -m bookbuild.build site \
 		--path-output _build/student --log-dir _build/logs/student
 	@echo "student edition: _build/student/_build/html/index.html"
 	@mv $@.start $@
@@ -154,7 +154,7 @@ $(STUDENT_BUILT): $(INSTALLED) $(BOOK_INPUTS) $(INPUTS_LIST) $(CLAIMS_MODE) | en
 # chapter's languages in one kernel: bookbuild.execute.prefill); beside them,
 # Sphinx builds the site from the cache, strictly (jupyter-book build . -W -n
 # --keep-going), and, side by side with it, each translation (locales/) into
-# _build/html/<language>, from the same cache (bookbuild.i18n.translations site
+# _build/html/<language>, from the same cache (bookbuild.build site
 # --with-prefill): each build reads a page once its chapter is cached, so it
 # reads the first chapters while the last ones execute. A chapter that fails
 # stops the builds (each failure is reported once, where it failed).
@@ -168,7 +168,7 @@ $(STUDENT_BUILT): $(INSTALLED) $(BOOK_INPUTS) $(INPUTS_LIST) $(CLAIMS_MODE) | en
 # unfinished chapter in the cache, no page of the stopped build in the site.
 $(BUILT): $(INSTALLED) $(BOOK_INPUTS) $(INPUTS_LIST) $(CLAIMS_MODE) | environment
 	@mkdir -p $(@D) && touch $@.start
-	@$(BIN)/python -m bookbuild.i18n.translations site --log-dir _build/logs --with-prefill
+	@$(BIN)/python -m bookbuild.build site --log-dir _build/logs --with-prefill
 	@mv $@.start $@
 
 # For translators: the messages of every page extracted again, merged into

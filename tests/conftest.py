@@ -40,8 +40,15 @@ BUILD_FIXTURES = {"built_book", "student_site", "small_book", "small_book_built"
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Under pytest-xdist (``make check``: two workers on two cores), one torch
-    thread per worker: two workers of two threads each would fight for the cores."""
+    """The kept versions of qkv's trainings and measurements installed, as in the
+    book's kernels (:func:`bookbuild.execute.results.install`): before the test
+    modules import them, and idle until a test sets ``QKV_RESULTS`` (fixture
+    ``trained_results``). Under pytest-xdist (``make check``: two workers on two
+    cores), one torch thread per worker: two workers of two threads each would
+    fight for the cores."""
+    from bookbuild.execute import results
+
+    results.install()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         import torch
 
@@ -132,8 +139,7 @@ def student_site(built_book):
     env = {**os.environ, "QKV_EDITION": "student"}
     env.pop("MPLBACKEND", None)
     done = subprocess.run(  # the student edition and its French edition (html/fr)
-        [sys.executable, "-m", "bookbuild.i18n.translations", "site"]
-        + ["--path-output", str(out)],
+        [sys.executable, "-m", "bookbuild.build", "site"] + ["--path-output", str(out)],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -164,7 +170,7 @@ def trained_results(monkeypatch):
     must hold on every seed): ``QKV_RESULTS`` names the build's ``_build/results``
     and torch uses one thread, as in the book's kernels. The same call with the
     same code then trains once, in the test or in the build, whichever comes
-    first, and the other reads it back (``qkv.experiments._results``); a change
+    first, and the other reads it back (``bookbuild.execute.results``); a change
     of ``qkv`` trains again, in both."""
     import torch
 

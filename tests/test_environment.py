@@ -133,7 +133,7 @@ def test_the_readme_gives_the_path_without_make():
         "pip install torch==",
         "pip install -r requirements.lock -e . -e ./bookbuild",
         "jupyter-book build . -W -n --keep-going",
-        "python -m bookbuild.i18n.translations build",
+        "python -m bookbuild.build build",
         "conda env create -f environment.yml",
         "python -m bookbuild.execute.prefill",
     ):

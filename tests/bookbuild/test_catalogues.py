@@ -1,5 +1,5 @@
 """A French page is never built from a missing or broken catalogue (issue 39):
-``translations build`` refuses before Sphinx, which would build the page in
+``python -m bookbuild.build build`` refuses before Sphinx, which would build the page in
 English, or keep its last French page, without a warning."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from bookbuild.i18n import translations
+from bookbuild import build as book_build
+from bookbuild.i18n import checks
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -20,7 +21,7 @@ def a_copy_of_the_catalogues(tmp_path: Path) -> Path:
 
 
 def test_the_books_catalogues_are_all_there_and_readable():
-    assert translations.catalogue_problems(ROOT, "fr") == []
+    assert checks.catalogue_problems(ROOT, "fr") == []
 
 
 def test_a_missing_or_broken_catalogue_stops_the_french_build(tmp_path, capsys):
@@ -30,7 +31,7 @@ def test_a_missing_or_broken_catalogue_stops_the_french_build(tmp_path, capsys):
     (folder / "faq.mo").unlink(missing_ok=True)  # compiled by a build, not in git
     (folder / "intro.po").write_text("msgid ok\n", encoding="utf-8")
     (folder / "notation.po").write_text("", encoding="utf-8")
-    found = translations.catalogue_problems(root, "fr")
+    found = checks.catalogue_problems(root, "fr")
     assert sorted(line.split(": ")[0] for line in found) == [
         "locales/fr/LC_MESSAGES/book/faq.po",
         "locales/fr/LC_MESSAGES/book/intro.po",
@@ -38,5 +39,5 @@ def test_a_missing_or_broken_catalogue_stops_the_french_build(tmp_path, capsys):
     ], found
     assert "faq.po: missing" in found[-1]
     assert "intro.po: unreadable (" in found[0] and "notation.po: empty" in found[1]
-    assert translations.build(root) == 1  # before any Sphinx starts
+    assert book_build.build(root) == 1  # before any Sphinx starts
     assert "missing or broken" in capsys.readouterr().out

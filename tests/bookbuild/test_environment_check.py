@@ -150,7 +150,7 @@ def test_prefill_and_site_stop_before_executing_anything(tmp_path):
     )
     for command in (
         [sys.executable, "-P", "-m", "bookbuild.execute.prefill", str(book)],
-        [sys.executable, "-m", "bookbuild.i18n.translations", "site"],
+        [sys.executable, "-m", "bookbuild.build", "site"],
     ):
         line = one_line(run(command, book, fakes))
         assert "torch does not import (ImportError: gone)" in line

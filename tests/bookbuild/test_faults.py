@@ -29,7 +29,7 @@ from babel.messages.catalog import Catalog
 from babel.messages.pofile import read_po, write_po
 
 from bookbuild.execute.prefill import failure_report, forget_pages
-from bookbuild.i18n.translations import catalogue_line
+from bookbuild.i18n.locations import catalogue_line
 from bookbuild.tools.testing import MYST_NOTEBOOK, build_book, write_small_book
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -124,7 +124,7 @@ def test_make_book_stops_when_the_prefill_fails():
     for target in ("$(BUILT):", "$(STUDENT_BUILT):"):
         recipe = makefile.split(f"\n{target}", 1)[1].split("\n\n", 1)[0]
         lines = [line.strip() for line in recipe.splitlines()[1:]]
-        site = next(i for i, x in enumerate(lines) if "translations site" in x)
+        site = next(i for i, x in enumerate(lines) if "bookbuild.build site" in x)
         prefill = [i for i, x in enumerate(lines) if "execute.prefill" in x]
         if target == "$(BUILT):":
             assert not prefill and lines[site].endswith("--with-prefill"), lines
@@ -141,7 +141,7 @@ def test_a_failing_chapter_stops_the_builds_beside_the_prefill(small_book):
     import psutil
 
     root = small_book({"index": "# Home\n\nHello.\n", "chapter": CHAPTER}, toc=TOC)
-    site = [sys.executable, "-m", "bookbuild.i18n.translations", "site"]
+    site = [sys.executable, "-m", "bookbuild.build", "site"]
     out = failing_build(
         site + ["--log-dir", str(root / "logs"), "--with-prefill"], root
     )

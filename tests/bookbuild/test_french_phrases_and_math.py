@@ -22,10 +22,10 @@ import pytest
 from babel.messages.catalog import Catalog
 from babel.messages.pofile import write_po
 
+from bookbuild.i18n.checks import markup_problems
 from bookbuild.i18n.glue import PHRASES_MIME, untranslated
 from bookbuild.i18n.messages import NNBSP
 from bookbuild.i18n.numbers import localise_math
-from bookbuild.i18n.translations import markup_problems
 from bookbuild.tools.testing import MYST_NOTEBOOK
 
 SPEED = ("{0} times faster than", "about as fast as", "{0} times slower than")
@@ -161,7 +161,7 @@ def write_catalogue(root: Path, page: str, messages: dict[str, str]) -> None:
 
 def build_french(root: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "bookbuild.i18n.translations", "build"],
+        [sys.executable, "-m", "bookbuild.build", "build"],
         cwd=root,
         capture_output=True,
         text=True,

@@ -12,13 +12,15 @@ import pytest
 from babel.messages.catalog import Catalog
 from babel.messages.pofile import write_po
 
-from bookbuild.i18n import translations
+from bookbuild import build as book_build
+from bookbuild.i18n import catalogues, checks, translations
+from bookbuild.i18n.catalogues import translate_markdown
+from bookbuild.i18n.checks import markup_problems
 from bookbuild.i18n.footnotes import with_definitions
 from bookbuild.i18n.glue import GLUED_SUFFIX, fill, is_prose, template, translate_glued
 from bookbuild.i18n.languages import has_words, page_href, sort_key
 from bookbuild.i18n.messages import FRENCH, NBSP, NNBSP, gettext
 from bookbuild.i18n.numbers import localise_number, localise_value
-from bookbuild.i18n.translations import markup_problems, translate_markdown
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = sorted((ROOT / "bookbuild" / "src" / "bookbuild").rglob("*.py"))
@@ -152,15 +154,15 @@ def _book(root: Path, translated: str) -> None:
 
 def test_check_is_strict_only_for_the_pages_listed_as_translated(tmp_path):
     _book(tmp_path, "[a]")
-    assert translations.problems(tmp_path) == []  # b: fuzzy and missing, not listed
+    assert checks.problems(tmp_path) == []  # b: fuzzy and missing, not listed
     _book(tmp_path, "[a, b]")
-    found = translations.problems(tmp_path)
+    found = checks.problems(tmp_path)
     assert any("b: fuzzy" in p and "Three" in p for p in found), found
     assert any("b: untranslated" in p and "Four" in p for p in found), found
     _book(tmp_path, "all")
-    assert len(translations.problems(tmp_path)) == 2
+    assert len(checks.problems(tmp_path)) == 2
     _book(tmp_path, "[a, c]")
-    found = translations.problems(tmp_path)
+    found = checks.problems(tmp_path)
     assert any("c is listed as translated, not a page" in p for p in found), found
 
 
@@ -195,7 +197,7 @@ def test_check_applies_the_markup_check_to_every_translated_message(tmp_path):
         tmp_path / "locales/fr/LC_MESSAGES/b.po",
         {"Three $x$.": ("Trois $y$.", False), "Four.": ("", False)},
     )
-    found = translations.problems(tmp_path)
+    found = checks.problems(tmp_path)
     assert any("a: lost {0}" in p for p in found), found
     assert any("b: lost $x$" in p for p in found), found  # b is not listed
 
@@ -213,7 +215,7 @@ def test_a_glued_phrase_no_catalogue_has_seen_is_a_notice(tmp_path):
     )
     (pot / f"a{GLUED_SUFFIX}").write_text('["New {0} branch."]', encoding="utf-8")
     notices: list[str] = []
-    assert translations.problems(tmp_path, notices) == []
+    assert checks.problems(tmp_path, notices) == []
     assert len(notices) == 1 and "New {0} branch." in notices[0], notices
     po = tmp_path / "locales" / "fr" / "LC_MESSAGES" / "a.po"
     _catalogue(
@@ -224,7 +226,7 @@ def test_a_glued_phrase_no_catalogue_has_seen_is_a_notice(tmp_path):
             "New {0} branch.": ("", False),
         },
     )
-    found = translations.problems(tmp_path)
+    found = checks.problems(tmp_path)
     assert any("a: untranslated" in p and "New" in p for p in found), found
 
 
@@ -520,10 +522,10 @@ def test_site_builds_both_languages_side_by_side(
     printed after it, and the site fails when either build fails."""
     FakeProcess.started = []
     FakeProcess.root_code = root_code
-    monkeypatch.setattr(translations.subprocess, "Popen", FakeProcess)
-    assert translations.site(tmp_path / folder) == expected
+    monkeypatch.setattr(book_build.subprocess, "Popen", FakeProcess)
+    assert book_build.site(tmp_path / folder) == expected
     out = capsys.readouterr().out
-    english, _, french = out.partition(translations.TRANSLATIONS_LOG)
+    english, _, french = out.partition(book_build.TRANSLATIONS_LOG)
     assert "the English site" in english and "le site en français" in french
     if failed:
         assert f"site: the build of {failed} failed" in out
@@ -547,10 +549,10 @@ def test_the_build_summary_is_short_and_a_failure_shows_what_failed(tmp_path):
     warnings, the end of its log without Sphinx's progress lines, the log's path."""
     log = tmp_path / "build-en.log"
     log.write_text(LOG, encoding="utf-8")
-    (line,) = translations.summary("English", log, 0, 61.6)
+    (line,) = book_build.summary("English", log, 0, 61.6)
     assert line.startswith("site: English built in 62 s: 2 page(s) written")
     assert "1 warning(s)" in line and str(log) in line
-    failed = "\n".join(translations.summary("English", log, 1, 61.6))
+    failed = "\n".join(book_build.summary("English", log, 1, 61.6))
     assert "site: English FAILED (exit code 1)" in failed
     assert "    /book/masking.md:552: WARNING: undefined label" in failed
     assert "build finished with problems" in failed
@@ -565,4 +567,4 @@ def test_a_page_that_left_the_book_is_not_checked(tmp_path):
         tmp_path / "_build" / "gettext" / "gone.pot"
     )
     (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: b\n")
-    assert set(translations._pages(tmp_path, "fr")) == {"b"}
+    assert set(catalogues.message_files(tmp_path, "fr")) == {"b"}

@@ -1,5 +1,5 @@
 """Ctrl-C stops the build at once, shuts its kernels down and keeps nothing
-half-written (bookbuild.execute.prefill, bookbuild.i18n.translations site).
+half-written (bookbuild.execute.prefill, bookbuild.build site).
 
 A two-page book whose chapter sleeps for ten minutes is built as ``make book``
 builds it; once the chapter's kernel runs, the build's process group gets
@@ -177,7 +177,7 @@ def test_ctrl_c_stops_the_prefill_and_caches_nothing_of_the_chapter(small_book):
 def test_ctrl_c_stops_the_sphinx_builds_and_their_kernels(small_book, logged):
     """``site`` as ``make book`` runs it (logs in files) and as the tests do."""
     root = write_book(small_book)
-    site = [sys.executable, "-m", "bookbuild.i18n.translations", "site"]
+    site = [sys.executable, "-m", "bookbuild.build", "site"]
     site += ["--log-dir", str(root / "logs")] if logged else []
     done = interrupt_when_running(site, root)
     said = next(s for s in done["stdout"].splitlines() if "interrupted" in s)
@@ -190,7 +190,7 @@ def test_ctrl_c_stops_the_sphinx_builds_and_their_kernels(small_book, logged):
 
 
 def test_what_a_stopped_build_wrote_into_the_site_is_removed(tmp_path):
-    from bookbuild.i18n.translations import remove_written
+    from bookbuild.build import remove_written
 
     old, new = tmp_path / "old.html", tmp_path / "fr" / "new.html"
     new.parent.mkdir()

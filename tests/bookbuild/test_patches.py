@@ -316,3 +316,105 @@ def test_the_real_registry_applies_and_reverts(monkeypatch):
     finally:
         patches.revert()
     assert (MystParser.parse, base.make_document) == originals
+
+
+# -- private internals of other packages -------------------------------------------
+
+
+def defined_private_names() -> set[str]:
+    """The private names bookbuild defines itself (functions, classes, variables,
+    attributes it assigns, arguments): its own, not another package's."""
+    names = set()
+    for path in SOURCES:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names.add(node.name)
+            elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                names.add(node.id)
+            elif isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
+                names.add(node.attr)
+            elif isinstance(node, ast.arg):
+                names.add(node.arg)
+            elif isinstance(node, ast.alias):
+                names.add(node.asname or node.name.split(".")[-1])
+    return names
+
+
+def test_every_private_internal_of_another_package_is_registered():
+    """A private attribute (``x._name``, ``super()._name``) that bookbuild reads
+    and does not define is another package's: it must be in INTERNALS (or a
+    replacement of REGISTRY), with the version it was written for. The
+    standard library's (``sys._getframe``, ``forkserver._forkserver``) are
+    not: Python is pinned by the environment, not by a distribution."""
+    own = defined_private_names()
+    registered = {
+        entry.target.rpartition(".")[2].rpartition(":")[2]
+        for entry in (*patches.INTERNALS, *patches.REGISTRY)
+    }
+    stdlib = {"_exit", "_getframe", "_forkserver"}
+    unregistered = set()
+    for path in SOURCES:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.ctx, ast.Load)
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+                and node.attr not in own | registered | stdlib
+            ):
+                unregistered.add(f"{path.relative_to(PACKAGE)}: .{node.attr}")
+    assert not unregistered, sorted(unregistered)
+
+
+def test_every_internal_is_used_where_it_says():
+    for entry in patches.INTERNALS:
+        name = entry.target.rpartition(".")[2]
+        module = PACKAGE / (entry.user.removeprefix("bookbuild.").replace(".", "/"))
+        source = module.with_suffix(".py").read_text(encoding="utf-8")
+        assert name in source and entry.target in source, entry
+
+
+def test_the_internals_were_written_for_the_installed_versions():
+    for entry in patches.INTERNALS:
+        assert patches.installed_version(entry.distribution) == entry.version, entry
+        if entry.instance:
+            assert patches.instance_attribute(entry.target).startswith("_"), entry
+        else:
+            assert callable(patches.private(entry.target)), entry
+
+
+def test_another_version_of_an_internal_fails_and_says_what_to_do(monkeypatch):
+    monkeypatch.setattr(patches, "installed_version", lambda name: "99.0")
+    patches.private.cache_clear()
+    target = "matplotlib:RcParams._update_raw"
+    try:
+        with pytest.raises(ExtensionError) as raised:
+            patches.private(target)
+    finally:
+        patches.private.cache_clear()
+    message = str(raised.value)
+    assert f"relies on the private {target}" in message
+    assert "matplotlib 3.11.2" in message and "matplotlib 99.0" in message
+    assert "bookbuild.execute.fresh_state" in message and "INTERNALS" in message
+
+
+def test_an_unregistered_internal_is_refused():
+    with pytest.raises(KeyError, match="INTERNALS"):
+        patches.private("matplotlib:RcParams._get")
+
+
+def test_the_registry_loads_no_fix_and_no_sphinx_application():
+    """A kernel checks its internals through bookbuild.patches: importing it
+    loads none of the fixes (named, imported when applied), nor MyST."""
+    import subprocess
+
+    code = (
+        "import sys, bookbuild.patches\n"
+        "heavy = [m for m in ('myst_nb', 'myst_parser', 'bookbuild.i18n.glue',"
+        " 'bookbuild.site.search_index', 'pybtex') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr

@@ -346,7 +346,8 @@ def test_every_declared_phrase_is_reached_and_is_its_message():
 def test_every_declared_phrase_has_a_french_translation(page):
     """Whichever branch this machine takes, the French page has its phrase: the
     catalogue holds every declared phrase, translated, with its placeholders."""
-    from bookbuild.i18n.translations import markup_problems, read_catalogue
+    from bookbuild.i18n.catalogues import read_catalogue
+    from bookbuild.i18n.checks import markup_problems
 
     catalogue = read_catalogue(ROOT / "locales/fr/LC_MESSAGES/book" / f"{page}.po")
     for table in TABLES[page]:

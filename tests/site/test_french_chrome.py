@@ -14,8 +14,8 @@ from types import SimpleNamespace
 
 from pypdf import PdfReader, PdfWriter
 
+from bookbuild.i18n.catalogues import page_messages, sphinx_config
 from bookbuild.i18n.code import translated_source
-from bookbuild.i18n.translations import page_messages, sphinx_config
 from bookbuild.site import citation
 from bookbuild.site.edition import UNTRANSLATED, translate_source
 from bookbuild.tools import handouts

@@ -13,9 +13,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from bookbuild.i18n.catalogues import page_messages, strict_pages
 from bookbuild.i18n.glue import fill, template
 from bookbuild.i18n.numbers import localise_number, localise_value
-from bookbuild.i18n.translations import page_messages, strict_pages
 from bookbuild.toc import lessons, pages
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -134,11 +134,13 @@ def test_the_notebooks_run_as_downloaded_in_a_fresh_environment(built_book, tmp_
 
     Against the build's trained results: ``QKV_RESULTS`` names the folder where
     the build's kernels kept what ``qkv.experiments`` trained (same code, same
-    arguments, same torch: the same numbers), so the notebooks read those models
-    back instead of training them twice more. The build has proved the training
-    runs; this proves that every other cell runs with nothing but the package as
-    a reader installs it. In the executed notebooks, each explorable's cell
-    gives the widget (text/html) and its static figure (image/png)."""
+    arguments, same torch: the same numbers), and the kernels install the build's
+    kept versions (``bookbuild.execute.results``, from this clone), so the
+    notebooks read those models back instead of training them twice more. The
+    build has proved the training runs; this proves that every other cell runs
+    with nothing but the package as a reader installs it. In the executed
+    notebooks, each explorable's cell gives the widget (text/html) and its
+    static figure (image/png)."""
     uv = str(Path(sys.executable).parent / "uv")
     venv = tmp_path / "venv"
     python = str(venv / "bin" / "python")
@@ -204,6 +206,23 @@ def test_the_notebooks_run_as_downloaded_in_a_fresh_environment(built_book, tmp_
     bare = "import importlib.util as u; print(u.find_spec('qkv') is None)"
     assert run(python, "-c", bare).strip() == "True"  # the notebooks install it
     env["QKV_SOURCE"] = str(package)
+    # The build's kept results, read back as the book's kernels do: this venv's
+    # kernels install bookbuild.execute.results (torch, NumPy and qkv only) from
+    # this clone, once qkv is there (the first notebook's kernel starts without).
+    profile = tmp_path / "ipython" / "profile_default"
+    profile.mkdir(parents=True)
+    (profile / "ipython_kernel_config.py").write_text(
+        "import sys\n"
+        f"sys.path.append({str(ROOT / 'bookbuild' / 'src')!r})\n"
+        "try:\n"
+        "    from bookbuild.execute import results\n"
+        "except ImportError:  # qkv not installed yet\n"
+        "    pass\n"
+        "else:\n"
+        "    results.install()\n",
+        encoding="utf-8",
+    )
+    env["IPYTHONDIR"] = str(tmp_path / "ipython")
     notebooks = [
         str(HTML / "_notebooks" / f"{Path(chapter).name}.ipynb") for chapter in LESSONS
     ]

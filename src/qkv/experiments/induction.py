@@ -43,7 +43,6 @@ import torch
 from torch import Tensor, nn
 
 from qkv.attention import MultiHeadAttention
-from qkv.experiments._results import remembered
 from qkv.validate import check_generator, check_int, check_positive, check_token_ids
 
 __all__ = [
@@ -471,7 +470,6 @@ class TrainResult:
     cpu_seconds: float = 0.0
 
 
-@remembered
 def train(
     seed: int = 0,
     steps: int = 1000,

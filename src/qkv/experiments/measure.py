@@ -12,8 +12,8 @@ The counts they are compared with are in :mod:`qkv.cost`. Four parts:
 * decoding: :func:`time_decoding`, :func:`qkv.cost.decode` with each scheme;
 * any call: :func:`timed`, its result and its fastest time.
 
-What is measured is kept like a trained result (:func:`qkv.experiments._results.
-remembered`, when the build's ``QKV_RESULTS`` names a folder): measured once per
+Each call measures again. The book's build keeps what its chapters measure,
+as it keeps what they train (``bookbuild.execute.results``): measured once per
 version of the code on this machine, the same numbers in every edition of a page.
 """
 
@@ -40,7 +40,6 @@ from qkv.attention import (
     tiled_attention,
 )
 from qkv.cost import DECODE_SCHEMES, decode, default_clock
-from qkv.experiments._results import remembered
 from qkv.language import text
 from qkv.validate import check_int
 
@@ -110,7 +109,6 @@ def _rotations(count: int, rounds: int) -> list[list[int]]:
     return [[(r + i) % count for i in range(count)] for r in range(rounds)]
 
 
-@remembered
 def interleaved_times(
     calls: Mapping[K, Callable[[], object]],
     rounds: int = 5,
@@ -155,7 +153,6 @@ def interleaved_times(
     return times
 
 
-@remembered
 def timed(
     function: Callable[..., R],
     *args: object,
@@ -314,7 +311,6 @@ def peak_memory(name: str, sizes: list[int], dim: int = 64) -> dict[int, int]:
     return peak_memories([name], sizes, dim)[name]
 
 
-@remembered
 def peak_memories(
     names: list[str], sizes: list[int], dim: int = 64
 ) -> dict[str, dict[int, int]]:
@@ -343,7 +339,6 @@ def peak_memories(
 # ---------------------------------------------------------------------------
 
 
-@remembered
 def time_decoding(
     layer: MultiHeadAttention,
     inputs: Tensor,

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor, nn
 
-from qkv.experiments._results import remembered
 from qkv.language import text
 from qkv.positions import ENCODINGS, PositionalAttention
 from qkv.transformer import TransformerBlock, sinusoidal_positions
@@ -265,7 +264,6 @@ def _accuracy(logits: Tensor, targets: Tensor, keep: Tensor) -> float:
     return float((logits.argmax(dim=-1) == targets)[keep].float().mean())
 
 
-@remembered
 def extrapolation(
     seed: int = 0,
     task: str = "latest",

@@ -52,7 +52,6 @@ import torch
 from torch import Tensor, nn
 
 from qkv.attention import MultiHeadAttention, scaled_dot_product_attention
-from qkv.experiments._results import remembered
 from qkv.language import text
 
 #: Animals, by gender: the subject and the other animals of a sentence.
@@ -565,7 +564,6 @@ class TrainResult:
         return [name for name, ok in measured.items() if not ok]
 
 
-@remembered
 def train(
     seed: int = 0,
     steps: int = 400,
@@ -759,7 +757,6 @@ def lookup_batch(
     return keys[rows, which][:, None], keys, numbers, numbers[rows, which]
 
 
-@remembered
 def train_lookup(
     scaled: bool,
     seed: int = 0,

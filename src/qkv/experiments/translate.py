@@ -40,7 +40,6 @@ import torch
 from torch import Tensor, nn
 
 from qkv.attention import MultiHeadAttention, padding_mask, split_heads
-from qkv.experiments._results import remembered
 from qkv.language import text
 from qkv.transformer import FeedForward, TransformerBlock, sinusoidal_positions
 from qkv.validate import check_int
@@ -944,7 +943,6 @@ def exact_match(model: Translator, sentences: list[Sentence]) -> tuple[float, li
     return sum(right) / len(right), translations
 
 
-@remembered
 def train(
     seed: int = 0,
     score: str = "dot",

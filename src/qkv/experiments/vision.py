@@ -35,7 +35,6 @@ import torch
 from torch import Tensor, nn
 
 from qkv.attention import MultiHeadAttention
-from qkv.experiments._results import remembered
 from qkv.transformer import TransformerBlock, sinusoidal_positions
 from qkv.validate import check_int
 
@@ -540,7 +539,6 @@ class TrainResult:
     num_parameters: int = 0
 
 
-@remembered
 def train(
     seed: int = 0,
     patch_size: int = 2,

@@ -27,7 +27,6 @@ from torch import Tensor, nn
 
 from qkv.attention import concat_heads, split_heads
 from qkv.cost import KVCache
-from qkv.experiments._results import remembered
 from qkv.positions import PositionalAttention, rope
 from qkv.transformer import TransformerBlock
 from qkv.validate import check_generator, check_int, check_positive, check_token_ids
@@ -456,7 +455,6 @@ SIZES = {
 CORPUS = corpus_digest()
 
 
-@remembered
 def train(
     seed: int = 0,
     steps: int = 250,
@@ -481,8 +479,8 @@ def train(
         lr: the peak learning rate.
         eval_every: steps between two points of the curve.
         corpus: :func:`corpus_digest` of the shipped corpus (the default): as
-            an argument, part of the key of the kept result, so that a
-            refreshed corpus trains again.
+            an argument, part of the key under which the book's build keeps
+            the result, so that a refreshed corpus trains again.
 
     Returns:
         A :class:`WriterResult`.

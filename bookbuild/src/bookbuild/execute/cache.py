@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 
 from bookbuild.execute import kernel_config
+from bookbuild.i18n.messages import base_language
+from bookbuild.toc import book_root
 
 DEFAULT_PATHS = ["src/qkv", "requirements.txt", "pyproject.toml"]
 _SKIP_PARTS = {"__pycache__", ".ipynb_checkpoints"}
@@ -87,7 +89,6 @@ def prune_caches(current: Path) -> list[Path]:
 def _set_cache_path(app, config) -> None:
     # The cache lives in the book's own _build, whatever the output folder, so
     # that the student edition (built elsewhere) reads the same outputs.
-    from bookbuild.toc import book_root
 
     root = book_root(app.srcdir)  # also in a one-page build: the book's cache
     cache = cache_path(root, root / "_build", list(config.dependency_cache_paths))
@@ -133,7 +134,6 @@ def _wait_until_ready(app, docname: str, source) -> None:
     folder = os.environ.get(READY_FOLDER)
     if not folder:
         return
-    from bookbuild.i18n.messages import base_language
 
     language = base_language(app.config.language or "en")  # Sphinx's default
     marker = ready_marker(folder, language, docname)

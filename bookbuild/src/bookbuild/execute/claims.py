@@ -52,6 +52,10 @@ import re
 import sys
 from pathlib import Path
 
+from bookbuild import patches
+from bookbuild.execute.sources import cell_start, source_path
+from bookbuild.i18n.code import line_map
+
 #: The environment variable that chooses what the site does with a page whose
 #: claims failed: unset (strict), the page is left out and the build fails;
 #: ``note``, the page is built with a notice after each such sentence.
@@ -259,7 +263,10 @@ def _key(line: int) -> str:
     from IPython import get_ipython
 
     filename = sys._getframe(2).f_code.co_filename  # the cell's frame
-    count = get_ipython().compile._filename_map.get(filename, 0)
+    names = patches.instance_attribute(
+        "IPython.core.compilerop:CachingCompiler._filename_map"
+    )
+    count = getattr(get_ipython().compile, names).get(filename, 0)
     return f"{count}:{line}"
 
 
@@ -343,7 +350,6 @@ def failures(
     translation's run), ``source_line`` and ``guards_line`` (lines of the
     source this run executed: what its Sphinx build reads), the code cell's
     number, the check and what was measured, the sentence it guards."""
-    from bookbuild.execute.prefill import _cell_start, source_path
 
     path = Path(project_nb.uri)
     own = source_path(project_nb.uri)
@@ -357,7 +363,7 @@ def failures(
             continue
         index = claim["cell"]
         source = cells[index].source.splitlines() or [""]
-        first = _cell_start(path, project_nb.nb, index, source) or 1
+        first = cell_start(path, project_nb.nb, index, source) or 1
         at = first + claim["cell_line"] - 1
         guards, guards_line = guarded_sentence(project_nb.nb, index, path)
         found.append(
@@ -386,7 +392,6 @@ def _english_lines(path: Path, own: Path):
     differ in a translation's run: its code translated)."""
     if path == own or not (path.is_file() and own.is_file()):
         return lambda line: line
-    from bookbuild.i18n.code import line_map
 
     found = line_map(own.read_text(encoding="utf-8"), path.read_text(encoding="utf-8"))
     return lambda line: found[line - 1] + 1 if 0 < line <= len(found) else line

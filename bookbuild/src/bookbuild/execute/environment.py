@@ -8,7 +8,7 @@ book even builds "successfully" from outputs this environment can no longer
 produce.
 
 Answer: before anything executes, :func:`require` (called at the start of
-``bookbuild.execute.prefill`` and of ``bookbuild.i18n.translations site``)
+``bookbuild.execute.prefill`` and of ``bookbuild.build site``)
 imports ``torch`` and ``qkv`` in a fresh process of this Python, the kernels'
 Python (:func:`probe`), and checks that torch is the version the book pins
 (``torch==`` of ``requirements.txt``, else ``TORCH_VERSION`` of the Makefile; a

@@ -36,6 +36,9 @@ from __future__ import annotations
 import os
 import warnings
 
+from bookbuild import patches
+from bookbuild.execute.kernels import reseed
+
 #: What :func:`remember` saw, in this kernel.
 _fresh: dict | None = None
 
@@ -75,7 +78,6 @@ def restore() -> None:
 
     import qkv
     import qkv.page.widgets
-    from bookbuild.execute.kernels import reseed
 
     if _fresh is None:
         raise RuntimeError("fresh_state.restore() before fresh_state.remember()")
@@ -83,7 +85,8 @@ def restore() -> None:
 
     get_ipython().reset(new_session=True)
     plt.close("all")
-    mpl.rcParams._update_raw(_fresh["rc"])
+    update_raw = patches.private("matplotlib:RcParams._update_raw")
+    update_raw(mpl.rcParams, _fresh["rc"])
     np.set_printoptions(**_fresh["numpy"])
     torch.set_printoptions(profile="default", sci_mode=None)
     torch.set_default_dtype(_fresh["dtype"])

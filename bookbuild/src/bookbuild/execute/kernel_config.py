@@ -12,10 +12,12 @@ Answer: the book's kernels run with
 
 * ``PYTHONHASHSEED=0``: the same string hashes, so the same set order, in
   every build, on every machine;
-* ``QKV_RESULTS=_build/results``: the results of the chapters' trainings
-  (``qkv.experiments``) kept there, so that a chapter executed again with the
-  same code and arguments reads its trained models back instead of training
-  again (deterministic training: the same numbers), and the notebooks' test runs
+* ``QKV_RESULTS=_build/results``, and the kept versions of the chapters'
+  trainings and measurements installed as the kernel starts
+  (:func:`bookbuild.execute.results.install`, from its configuration): their
+  results kept there, so that a chapter executed again with the same code and
+  arguments reads its trained models back instead of training again
+  (deterministic training: the same numbers), and the notebooks' test runs
   against them;
 * their own IPython folder (``IPYTHONDIR=_build/ipython``), whose kernel
   configuration (:data:`KERNEL_CONFIG`) shows exceptions as IPython's
@@ -44,6 +46,8 @@ import hashlib
 import os
 from pathlib import Path
 
+from bookbuild.toc import book_root
+
 #: The environment variables of every kernel (besides IPYTHONDIR).
 ENVIRONMENT = {"PYTHONHASHSEED": "0"}
 
@@ -70,6 +74,12 @@ class _NoTcpNotice(logging.Filter):
 
 
 logging.getLogger("IPKernelApp").addFilter(_NoTcpNotice())
+
+# The chapters' trainings and measurements kept in QKV_RESULTS, read back by the
+# same call of the same code (the chapters' cells call qkv's plain functions).
+from bookbuild.execute import results as _results
+
+_results.install()
 '''
 
 
@@ -120,7 +130,6 @@ def fingerprint() -> str:
 
 def _apply_for_sphinx(app, config) -> None:
     # The book's _build, whatever the output folder (as bookbuild.execute.cache does).
-    from bookbuild.toc import book_root
 
     apply(book_root(app.srcdir) / "_build")
 

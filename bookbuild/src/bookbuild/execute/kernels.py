@@ -59,6 +59,17 @@ from jupyter_client.manager import AsyncKernelManager
 from jupyter_core.paths import jupyter_runtime_dir
 from traitlets import default
 
+from bookbuild import patches
+
+# jupyter_client's private methods that WarmKernelManager overrides or calls,
+# checked against the version they were written for (bookbuild.patches.INTERNALS).
+for _target in (
+    "jupyter_client.manager:KernelManager._async_launch_kernel",
+    "jupyter_client.connect:ConnectionFileMixin._ip_default",
+    "jupyter_client.connect:ConnectionFileMixin._reconcile_connection_info",
+):
+    patches.private(_target)
+
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 
 # What a chapter's kernel imports before its first cell does any work. Not
@@ -81,6 +92,12 @@ PRELOAD = [
     "matplotlib.figure",
     "matplotlib.backends.backend_agg",
     "qkv",
+    # what every kernel of the book imports as it starts (its configuration
+    # installs the kept trainings: qkv.experiments) and for its claims and
+    # fresh state (bookbuild.patches, which reads Sphinx's errors and languages)
+    "bookbuild.execute.results",
+    "bookbuild.execute.claims",
+    "bookbuild.execute.fresh_state",
 ]
 
 #: What the warm process imports ``PRELOAD`` with: matplotlib's backend, as in a

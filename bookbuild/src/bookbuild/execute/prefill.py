@@ -87,6 +87,7 @@ from pathlib import Path
 
 import yaml
 
+from bookbuild import patches
 from bookbuild.execute import claims, environment, kernel_config, kernels
 from bookbuild.execute.cache import (
     DEFAULT_PATHS,
@@ -97,7 +98,16 @@ from bookbuild.execute.cache import (
     prune_caches,
     ready_marker,
 )
+from bookbuild.execute.claims import by_cell
 from bookbuild.execute.kernels import WarmKernelManager
+from bookbuild.execute.sources import (
+    TRANSLATED_SOURCES,
+    cell_start,
+    source_path,
+    translation,
+)
+from bookbuild.i18n.catalogues import languages, translated_languages
+from bookbuild.i18n.code import CODE_CELL, translated_source
 from bookbuild.toc import is_notebook, pages
 
 READER = {"name": "myst_nb_md", "type": "plugin"}
@@ -173,6 +183,7 @@ def execute(runs: list, execution: dict, manager=WarmKernelManager) -> list:
         client.execute_all([run.nb for run in runs], outcomes)
     except Exception as kernel_error:  # a kernel that did not start, or died
         # nbclient leaves its clean-up registered when a kernel fails to start.
+        patches.private("nbclient.client:NotebookClient._cleanup_kernel")
         atexit.unregister(client._cleanup_kernel)
         done = finished()
         elapsed = time.perf_counter() - start - sum(o[0] for o in outcomes)
@@ -354,7 +365,6 @@ def client_class():
         async def claims_recorded(self) -> list[dict]:
             """What the run's asserts recorded, by cell (claims.by_cell);
             raises when the kernel cannot say (a bug, not the chapter's)."""
-            from bookbuild.execute.claims import by_cell
 
             return by_cell(await self.evaluate(CLAIMS_RECORDED), self.cells_by_count)
 
@@ -397,7 +407,7 @@ def failure_report(project_nb, error, root: Path | None = None) -> str:
     cell = cells[index]
     number = sum(c.cell_type == "code" for c in cells[: index + 1])
     source = cell.source.splitlines() or [""]
-    first = _cell_start(path, project_nb.nb, index, source)
+    first = cell_start(path, project_nb.nb, index, source)
     line = getattr(error, "failed_line", None)
     if "Timeout" in type(error).__name__:  # nbclient's CellTimeoutError
         where = f"{shown}:{first}" if first else f"{shown}"
@@ -425,22 +435,6 @@ def _last_line(error) -> str:
         return f"{ename}: {evalue[-1]}" if evalue else ename
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[-1]}" if text else type(error).__name__
-
-
-def _cell_start(path: Path, notebook, index: int, source: list[str]) -> int | None:
-    """The line of the file where the cell's code begins (1-based), found from
-    the reader's source map (the cell's fence) and the code itself."""
-    starts = notebook.metadata.get("source_map") or []
-    if index >= len(starts) or not path.is_file():
-        return None
-    lines = path.read_text(encoding="utf-8").splitlines()
-    fence = max(starts[index] - 1, 0)
-    for number in range(fence, len(lines)):
-        if lines[number : number + len(source)] == source:
-            return number + 1
-        if number > fence and lines[number].lstrip().startswith(("```", "~~~")):
-            break  # the cell's end: the code was not found as it is
-    return fence + 1
 
 
 def forget_pages(root: Path, page: str) -> list[Path]:
@@ -566,9 +560,12 @@ def drop_partial_entries(cache) -> list[str]:
     first); the names of the chapters removed."""
     from jupyter_cache.cache.db import NbCacheRecord
 
+    notebook_path = patches.private(
+        "jupyter_cache.cache.main:JupyterCacheBase._get_notebook_path_cache"
+    )
     dropped = []
     for record in cache.list_cache_records():
-        path = cache._get_notebook_path_cache(record.hashkey)
+        path = notebook_path(cache, record.hashkey)
         try:
             json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -738,34 +735,17 @@ def _prefill(root: Path) -> int:
     return 1 if failed else 0
 
 
-#: Where the prefill writes each chapter as a translation executes it (its code
-#: translated: bookbuild.i18n.code), ``<folder>/<language>/<page>.md``; what a
-#: failure report points at.
-TRANSLATED_SOURCES = Path("_build") / "translated-code"
-
-
-def _translation(uri: str) -> tuple[str, Path] | None:
-    """``(language, page path)`` of a translation's chapter (a file under
-    :data:`TRANSLATED_SOURCES`), else None."""
-    parts = Path(uri).parts
-    for at in range(len(parts) - 3):
-        if parts[at : at + 2] == TRANSLATED_SOURCES.parts:
-            return parts[at + 2], Path(*parts[:at], *parts[at + 3 :])
-    return None
-
-
 def run_name(root: Path, uri: str) -> str:
     """A chapter's name in the prefill's lines and times: ``masking``, or
     ``fr/masking`` for its French execution."""
-    found = _translation(uri)
+    found = translation(uri)
     return f"{found[0]}/{Path(uri).stem}" if found else Path(uri).stem
 
 
 def run_page(root: Path, uri: str) -> tuple[str, str]:
     """``(language, page)`` of a run: ``("fr", "book/masking")``."""
-    from bookbuild.i18n.translations import languages
 
-    found = _translation(uri)
+    found = translation(uri)
     language = found[0] if found else next(iter(languages(root)))
     page = source_path(uri).resolve().relative_to(root.resolve()).with_suffix("")
     return language, page.as_posix()
@@ -773,7 +753,6 @@ def run_page(root: Path, uri: str) -> tuple[str, str]:
 
 def book_pages(root: Path) -> list[tuple[str, str]]:
     """Every ``(language, page)`` of the book's sites."""
-    from bookbuild.i18n.translations import languages
 
     return [(language, page) for language in languages(root) for page in pages(root)]
 
@@ -827,12 +806,6 @@ class Beside:
         return self.code
 
 
-def source_path(uri: str) -> Path:
-    """The chapter's own file, also for a translation's execution of it."""
-    found = _translation(uri)
-    return found[1] if found else Path(uri)
-
-
 def translated_notebooks(root: Path, cache) -> list:
     """Each translated language's chapters not in the cache yet, as the
     translation's build reads them (their code translated), ready to run."""
@@ -852,9 +825,6 @@ def translated_runs(root: Path):
     translated): ``(path, notebook)``, the source written at ``path``
     (:data:`TRANSLATED_SOURCES`) for the failure reports."""
     from myst_nb.core.read import read_myst_markdown_notebook
-
-    from bookbuild.i18n.code import CODE_CELL, translated_source
-    from bookbuild.i18n.translations import translated_languages
 
     for language in translated_languages(root):
         for page in pages(root):

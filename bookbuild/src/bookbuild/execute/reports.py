@@ -31,6 +31,8 @@ from pathlib import Path
 
 from sphinx.application import Sphinx
 
+from bookbuild.i18n.code import translated_code
+
 #: Where the pages that warned are gathered, on the application.
 FAULTS = "bookbuild_pages_that_warned"
 
@@ -71,7 +73,6 @@ def _reference_lines(app: Sphinx, doctree) -> None:
     path = Path(app.env.doc2path(app.env.docname))
     if not path.is_file():
         return
-    from bookbuild.i18n.code import translated_code
 
     # As this build read it: in a translation, its code translated.
     text = translated_code(app, app.env.docname, path.read_text(encoding="utf-8"))

@@ -35,6 +35,7 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
+from bookbuild.i18n.languages import is_translation
 from bookbuild.i18n.messages import base_language
 
 
@@ -86,7 +87,6 @@ class LocaliseWidgetAltTexts(SphinxPostTransform):
     formats = ("html",)
 
     def run(self) -> None:
-        from bookbuild.i18n.languages import is_translation
 
         if not is_translation(self.config):
             return

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from sphinx.application import Sphinx
 from sphinx.config import Config
 
+from bookbuild.i18n.languages import is_translation
 from bookbuild.i18n.messages import base_language, gettext
 
 GROUP = "sphinxcontrib.bibtex.style.referencing"
@@ -44,8 +45,6 @@ def reference_style(style: str, language: str) -> type:
 
 def _choose_style(app: Sphinx, config: Config) -> None:
     from sphinxcontrib.bibtex.plugin import register_plugin
-
-    from bookbuild.i18n.languages import is_translation
 
     # Without sphinxcontrib-bibtex (a book with no references) there is no style.
     style = getattr(config, "bibtex_reference_style", None)

@@ -48,6 +48,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from bookbuild.i18n.catalogues import po_path
+from bookbuild.i18n.languages import is_translation
+from bookbuild.i18n.messages import base_language
+from bookbuild.toc import book_root, is_notebook, pages
 from bookbuild.tools.chapter_code import CODE_CELL, HIDDEN_CODE
 
 #: The catalogue context of a code message.
@@ -459,7 +463,6 @@ def _translations(path: Path, mtime: int) -> tuple[tuple[str, str], ...]:
 def translated_source(root: Path, page: str, language: str) -> str:
     """The MyST source of ``page`` (``book/masking``) as the ``language``
     edition executes it: its code translated from the page's catalogue."""
-    from bookbuild.i18n.translations import po_path
 
     text = (Path(root) / f"{page}.md").read_text(encoding="utf-8")
     messages = translations(po_path(root, language, page))
@@ -468,7 +471,6 @@ def translated_source(root: Path, page: str, language: str) -> str:
 
 def _pages_with_units(root: Path) -> Iterator[tuple[str, list[Unit]]]:
     """Each notebook page of the book that has code messages, with them."""
-    from bookbuild.toc import is_notebook, pages
 
     for page in pages(root):
         if is_notebook(root, page):
@@ -515,7 +517,6 @@ def problems(root: Path, language: str) -> list[tuple[str, str, str]]:
     a code message not translated (or fuzzy), a string whose f-string fields
     or escapes differ, a cell whose translated code does not parse, a shown
     line of translated code wider than the code column."""
-    from bookbuild.i18n.translations import po_path
 
     found = []
     for page, units_here in _pages_with_units(root):
@@ -563,18 +564,14 @@ def _without_magics(code: str) -> str:
 def translated_code(app, docname: str, text: str) -> str:
     """``text``, the source of ``docname``, with its code as this build runs
     it: translated in a translation (with ``qkv.set_language``), else as it is."""
-    from bookbuild.i18n.languages import is_translation
 
     if "book_languages" not in app.config or not is_translation(app.config):
         return text
     if not CODE_CELL.search(text):
         return text
-    from bookbuild.i18n.translations import po_path
-    from bookbuild.toc import book_root
 
     root = book_root(app.srcdir)
     page = Path(app.env.doc2path(docname)).resolve().relative_to(root)
-    from bookbuild.i18n.messages import base_language
 
     language = base_language(app.config.language)
     messages = translations(po_path(root, language, page.with_suffix("").as_posix()))

@@ -46,7 +46,9 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
-from bookbuild.i18n.translations import parsing_message, point_warnings_at_catalogues
+from bookbuild.i18n.languages import catalogue, has_words, is_translation
+from bookbuild.i18n.locations import parsing_message, point_warnings_at_catalogues
+from bookbuild.i18n.numbers import has_own_numbers, localise_value
 
 logger = logging.getLogger(__name__)
 
@@ -88,7 +90,6 @@ def fill(translation: str, values: list[str], language: str | None = None) -> st
     written as ``language`` writes numbers and quotes
     (:func:`~bookbuild.i18n.numbers.localise_value`), except inside inline code
     or math."""
-    from bookbuild.i18n.numbers import localise_value
 
     def put_back(match: re.Match) -> str:
         if match.group(1):  # code or math: each value as written
@@ -104,7 +105,6 @@ def localise_phrase(text: str, language: str | None) -> str:
     """A glued phrase that is not a message (``0.05 + 0.24 = 0.29``,
     ``"journey"``) with its numbers and quoted words written the way of
     ``language``, except inside inline code or math."""
-    from bookbuild.i18n.numbers import has_own_numbers, localise_value
 
     if not has_own_numbers(language):
         return text
@@ -116,7 +116,6 @@ def localise_phrase(text: str, language: str | None) -> str:
 
 def is_prose(text: str) -> bool:
     """True for a phrase worth translating (not a shape, a number, a quoted word)."""
-    from bookbuild.i18n.languages import has_words
 
     return has_words(template(text)[0].replace("{", " ").replace("}", " "))
 
@@ -219,7 +218,6 @@ def _warn_untranslated(app: Sphinx, doctree: nodes.document) -> None:
     """On a page of a translation: a warning (an error under ``-W``) for each
     phrase a ``{glue:md}`` role of the page could show in English, whichever
     phrase of its table this machine measured."""
-    from bookbuild.i18n.languages import catalogue, is_translation
 
     env = app.env
     if not is_translation(app.config):
@@ -293,7 +291,6 @@ class _GlueInLanguage:
 def lent_renderer(renderer, env):
     """myst-nb's notebook renderer of the page being read, its glued phrases
     in the build's language."""
-    from bookbuild.i18n.languages import catalogue
 
     messages = catalogue(env, env.config, env.docname)
     inner = _GlueInLanguage(renderer.renderer, messages, env.config.language)

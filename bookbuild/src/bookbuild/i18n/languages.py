@@ -11,7 +11,7 @@ Answer, this Sphinx extension, configured in ``_config.yml`` (``sphinx.config``)
 
 * ``book_languages``: ``{code: name}``, the first one the root language, built
   into ``_build/html``; every other one into ``_build/html/<code>`` with the same
-  page paths (``python -m bookbuild.i18n.translations build``), from the same
+  page paths (``python -m bookbuild.build build``), from the same
   execution cache;
 * ``book_i18n_overrides``: per language, config values to replace
   (``html_title``, ``nb_code_prompt_show``; a dotted key such as

@@ -39,6 +39,10 @@ from sphinx.application import Sphinx
 from sphinx.transforms import SphinxTransform
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
+from bookbuild.i18n.languages import is_translation
+from bookbuild.i18n.messages import gettext
+from bookbuild.toc import book_root
+
 
 def _git(root: Path, *args: str) -> str:
     done = subprocess.run(
@@ -99,8 +103,6 @@ def build_commit(app: Sphinx) -> str:
     the same one, even if the tree changes while the build runs."""
     marker = getattr(app, "_qkv_build_commit", None)
     if marker is None:
-        from bookbuild.toc import book_root
-
         marker = commit(book_root(Path(app.srcdir)))
         app._qkv_build_commit = marker
     return marker
@@ -129,7 +131,6 @@ def _after_translation(app: Sphinx) -> bool:
     """In a translated build (and the extraction of messages), the placeholders
     are filled after Sphinx has translated the page: the messages keep them, so
     that they do not change at every build."""
-    from bookbuild.i18n.languages import is_translation
 
     if app.builder.name == "gettext":
         return True
@@ -174,7 +175,6 @@ class TranslateExecTable(SphinxPostTransform):
 def translate_exec_table(document: nodes.Node, language: str | None) -> int:
     """The headers of each execution-time table of ``document`` in
     ``language`` (unchanged in English); returns how many tables it found."""
-    from bookbuild.i18n.messages import gettext
 
     _ = gettext(language)
     found = 0
@@ -197,8 +197,6 @@ def _footer(app: Sphinx, config) -> None:
             return version(name)
         except PackageNotFoundError:
             return "not installed"
-
-    from bookbuild.i18n.messages import gettext
 
     _ = gettext(config.language)  # the footer in the page's language
     stamp = build_time().strftime("%Y-%m-%d")

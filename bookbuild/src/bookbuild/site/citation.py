@@ -46,7 +46,9 @@ import yaml
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
+from bookbuild.i18n.languages import is_translation
 from bookbuild.i18n.messages import base_language, gettext
+from bookbuild.site.build_info import build_commit
 from bookbuild.toc import book_root, is_one_page_build, lessons
 
 #: The ``language`` field of a translated edition's entries (babel's names).
@@ -212,7 +214,6 @@ def chapter_number(env, page: str) -> str:
 
 def _title(app, page: str) -> str:
     """A chapter's title, translated in a translated build (Sphinx's own)."""
-    from bookbuild.i18n.languages import is_translation
 
     if "book_languages" in app.config and is_translation(app.config):
         return app.env.titles[page].astext()
@@ -220,8 +221,6 @@ def _title(app, page: str) -> str:
 
 
 def _book(app) -> Book:
-    from bookbuild.i18n.languages import is_translation
-    from bookbuild.site.build_info import build_commit
 
     root = book_root(app.srcdir)
     translated = "book_languages" in app.config and is_translation(app.config)

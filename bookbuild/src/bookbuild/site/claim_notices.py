@@ -30,6 +30,9 @@ from sphinx.application import Sphinx
 from sphinx.util import logging
 
 from bookbuild.execute.claims import FAILED_CLAIMS, NOTE, note_mode
+from bookbuild.i18n.code import translated_code
+from bookbuild.i18n.messages import gettext
+from bookbuild.toc import is_notebook
 
 logger = logging.getLogger(__name__)
 
@@ -52,8 +55,6 @@ NOTICE_UNMEASURED = (
 def failed_claims(app: Sphinx, docname: str) -> list[dict]:
     """The failed claims kept in the execution cache with ``docname`` as this
     build reads it (none for a page that is not a notebook, or not cached)."""
-    from bookbuild.i18n.code import translated_code
-    from bookbuild.toc import is_notebook
 
     path = Path(app.env.doc2path(docname))
     folder = Path(app.config.nb_execution_cache_path or "")
@@ -76,7 +77,6 @@ def failed_claims(app: Sphinx, docname: str) -> list[dict]:
 
 def notice(claim: dict, language: str | None) -> nodes.warning:
     """The admonition that follows the sentence of a failed ``claim``."""
-    from bookbuild.i18n.messages import gettext
 
     _ = gettext(language)
     template = _(NOTICE) if claim.get("measured") else _(NOTICE_UNMEASURED)

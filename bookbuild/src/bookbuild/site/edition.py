@@ -54,6 +54,9 @@ from sphinx.application import Sphinx
 from sphinx.transforms import SphinxTransform
 from sphinx_exercise.nodes import solution_node
 
+from bookbuild.i18n.catalogues import translate_markdown
+from bookbuild.i18n.code import translated_code
+from bookbuild.i18n.languages import catalogue, is_translation
 from bookbuild.i18n.messages import gettext
 
 
@@ -110,7 +113,6 @@ def brand(app: Sphinx, config) -> None:
     """A translated edition: the edition's name under the logo, and the logo's
     alt text in its language (after ``book_i18n_overrides``, which set its title
     and logo)."""
-    from bookbuild.i18n.languages import is_translation
 
     if "book_languages" not in config or not is_translation(config):
         return
@@ -135,7 +137,6 @@ UNTRANSLATED = re.compile(
 def translate_source(text: str, messages: dict[str, str]) -> str:
     """A page's MyST Markdown with its prose translated by ``messages`` (the
     page's catalogue, English -> translation); front matter and code as they are."""
-    from bookbuild.i18n.translations import translate_markdown
 
     if not messages:
         return text
@@ -153,7 +154,6 @@ def translate_source(text: str, messages: dict[str, str]) -> str:
 def translate_sources(app: Sphinx, exception) -> None:
     """A translated edition: each page's copy in ``_sources`` (what the theme's
     "download the source" button serves) translated, unless done already."""
-    from bookbuild.i18n.languages import catalogue, is_translation
 
     if exception is not None or app.builder.format != "html":
         return
@@ -173,7 +173,6 @@ def translate_sources(app: Sphinx, exception) -> None:
         english = source.read_text(encoding="utf-8")
         if copy.read_text(encoding="utf-8") != english:
             continue  # translated by an earlier build, and not copied again since
-        from bookbuild.i18n.code import translated_code
 
         code = translated_code(app, docname, english)  # comments and strings
         translated = translate_source(code, catalogue(app.env, app.config, docname))

@@ -37,9 +37,12 @@ from pathlib import Path
 import nbformat
 from sphinx.application import Sphinx
 
-from bookbuild.i18n.messages import gettext
-from bookbuild.i18n.numbers import has_own_numbers, localise_number
-from bookbuild.i18n.translations import translate_markdown, translated_languages
+from bookbuild.i18n.catalogues import po_path, translate_markdown, translated_languages
+from bookbuild.i18n.code import translated_code
+from bookbuild.i18n.glue import translate_glued
+from bookbuild.i18n.languages import catalogue, is_translation
+from bookbuild.i18n.messages import base_language, gettext
+from bookbuild.i18n.numbers import has_own_numbers, localise_math, localise_number
 from bookbuild.site.edition import edition
 from bookbuild.site.urls import launch_links, repository_url
 from bookbuild.toc import is_one_page_build, lessons
@@ -420,7 +423,6 @@ def _repository(app: Sphinx) -> str:
 
 def _translations(app: Sphinx, page: str) -> dict[str, str]:
     """The page's translated messages, in a build of another language ({} else)."""
-    from bookbuild.i18n.languages import catalogue, is_translation
 
     if "book_languages" not in app.config or not is_translation(app.config):
         return {}
@@ -429,7 +431,6 @@ def _translations(app: Sphinx, page: str) -> dict[str, str]:
 
 def _catalogue_time(app: Sphinx, page: str) -> float:
     """When the page's catalogue (in this build's language) last changed, or 0."""
-    from bookbuild.i18n.translations import po_path
 
     path = po_path(Path(app.srcdir), app.config.language or "en", page)
     return path.stat().st_mtime if path.is_file() else 0.0
@@ -455,7 +456,6 @@ def localise_formulas(text: str, language: str | None) -> str:
     """Each formula of ``text`` with its numbers written the way of
     ``language`` (:func:`bookbuild.i18n.numbers.localise_math`), as the page
     writes them."""
-    from bookbuild.i18n.numbers import localise_math
 
     def localise(match: re.Match) -> str:
         if match.group(1) is not None:
@@ -467,8 +467,6 @@ def localise_formulas(text: str, language: str | None) -> str:
 
 def build_notebook(app: Sphinx, page: str, executed) -> nbformat.NotebookNode:
     from myst_nb.core.read import read_myst_markdown_notebook
-
-    from bookbuild.i18n.code import translated_code
 
     source_path = Path(app.srcdir) / f"{page}.md"
     text = source_path.read_text(encoding="utf-8")
@@ -482,7 +480,6 @@ def build_notebook(app: Sphinx, page: str, executed) -> nbformat.NotebookNode:
     messages = _translations(app, page)
     if messages or has_own_numbers(app.config.language):
         # the phrases glued by the code, in the page's language too
-        from bookbuild.i18n.glue import translate_glued
 
         for value in values.values():
             if isinstance(text := value.get("text/markdown"), str):
@@ -565,8 +562,6 @@ def _record(app: Sphinx, cache, page: str, source: Path):
     translation, the chapter with its code translated (bookbuild.i18n.code)."""
     from myst_nb.core.read import read_myst_markdown_notebook
 
-    from bookbuild.i18n.code import translated_code
-
     english = source.read_text(encoding="utf-8")
     text = translated_code(app, page, english)
     if text == english:
@@ -579,8 +574,6 @@ def _record(app: Sphinx, cache, page: str, source: Path):
 
 def _translations_folder(app: Sphinx) -> str:
     """The language's folder of a translation ("fr"), "" in the root language."""
-    from bookbuild.i18n.languages import is_translation
-    from bookbuild.i18n.messages import base_language
 
     if "book_languages" not in app.config or not is_translation(app.config):
         return ""

@@ -68,6 +68,7 @@ from pathlib import Path
 from sphinx.application import Sphinx
 from sphinx.search import SearchLanguage, languages
 
+from bookbuild import patches
 from bookbuild.site.style import FOLDER
 
 #: Changed whenever the words or entries written into the index change.
@@ -163,6 +164,11 @@ def previous_entries(
     return {docname: sorted(entries) for docname, entries in found.items()}
 
 
+#: Sphinx's private dict of the index's entries, page by page (checked against
+#: the Sphinx it was written for: bookbuild.patches.INTERNALS).
+_ENTRIES = patches.instance_attribute("sphinx.search:IndexBuilder._index_entries")
+
+
 def _restore_entries(builder, docnames: Iterable[str]) -> None:
     indexer = builder.indexer
     path = Path(builder.outdir) / builder.searchindex_filename
@@ -174,11 +180,11 @@ def _restore_entries(builder, docnames: Iterable[str]) -> None:
         return  # an index Sphinx itself refuses to load
     keep = set(builder.env.all_docs) - set(docnames)
     for docname, entries in previous_entries(frozen, keep).items():
-        indexer._index_entries.setdefault(docname, entries)
+        getattr(indexer, _ENTRIES).setdefault(docname, entries)
 
 
 def _in_page_order(builder) -> None:
-    entries = builder.indexer._index_entries
+    entries = getattr(builder.indexer, _ENTRIES)
     ordered = sorted(
         (docname, entries_to_index(found))
         for docname, found in entries.items()

@@ -24,6 +24,8 @@ import re
 import sys
 from pathlib import Path
 
+from bookbuild.toc import lessons
+
 #: The page whose model reads the corpus: not part of it.
 LEFT_OUT = frozenset({"book/writing"})
 #: A message with fewer words is a label, not prose.
@@ -61,8 +63,6 @@ def paragraphs(root: Path) -> dict[str, list[str]]:
     """The prose paragraphs of the lessons, ``{"en": [...], "fr": [...]}``, in
     the book's order; a message is kept in both languages or in neither."""
     from babel.messages.pofile import read_po
-
-    from bookbuild.toc import lessons
 
     found: dict[str, list[str]] = {"en": [], "fr": []}
     for page in lessons(root):

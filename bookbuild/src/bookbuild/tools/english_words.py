@@ -59,6 +59,9 @@ from functools import cache
 from html import unescape
 from pathlib import Path
 
+from bookbuild.i18n.messages import FRENCH
+from bookbuild.toc import pages
+
 PLACES = ("pages", "tables", "outputs", "figures")
 
 #: English words that never occur in French text (added to the vocabulary even
@@ -194,7 +197,6 @@ def _catalogue_words(root: Path) -> tuple[set[str], set[str]]:
 def vocabulary(root: Path) -> frozenset[str]:
     """The words counted as English: the English prose's, less the French
     prose's and ``ALLOWED``, plus ``FUNCTION_WORDS`` (read once per process)."""
-    from bookbuild.i18n.messages import FRENCH
 
     english, french = _catalogue_words(root)
     for value in FRENCH.values():
@@ -470,7 +472,6 @@ class Report:
 
 
 def pages_of(root: Path) -> list[str]:
-    from bookbuild.toc import pages
 
     return [page for page in pages(root) if page not in NOT_COUNTED]
 

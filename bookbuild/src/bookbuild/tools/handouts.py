@@ -39,6 +39,13 @@ import shutil
 import sys
 from pathlib import Path
 
+from bookbuild.i18n.catalogues import (
+    sphinx_config,
+    translate_message,
+    translated_languages,
+)
+from bookbuild.i18n.messages import gettext
+from bookbuild.site.citation import title_of
 from bookbuild.toc import lessons, pages
 from bookbuild.tools.browser import launch, serve, wait_for_math
 
@@ -235,7 +242,6 @@ def link_handouts(
     link ``book`` (if given). Only files that exist are linked; a translation's
     pages, in a folder of ``html``, are left to its own call. Returns the pages
     changed."""
-    from bookbuild.i18n.messages import gettext
 
     _ = gettext(language)
     label = html_escape.escape(_("Download this chapter as a PDF"))
@@ -298,13 +304,6 @@ def whole_book(
 
 def main(argv: list[str], root: Path = Path(".")) -> None:
     from pypdf import PdfReader
-
-    from bookbuild.i18n.translations import (
-        sphinx_config,
-        translate_message,
-        translated_languages,
-    )
-    from bookbuild.site.citation import title_of
 
     edition = "full"
     if argv[:1] == ["--edition"]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
-from bookbuild.i18n.translations import TRANSLATIONS_LOG
+from bookbuild.build import TRANSLATIONS_LOG
 from bookbuild.tools.browser import CHROMIUM
 
 
@@ -100,7 +100,7 @@ def build_book(
     source: Path, env: dict[str, str] | None = None, prefill: bool = False
 ) -> BuildResult:
     """Run the book's strict build on ``source`` and its translations' side by
-    side (``python -m bookbuild.i18n.translations site``); with ``prefill``, execute
+    side (``python -m bookbuild.build site``); with ``prefill``, execute
     the chapters in parallel beside the builds (``--with-prefill``): as ``make
     book`` does."""
     built = Path(source) / "_build"
@@ -108,7 +108,7 @@ def build_book(
     env = {**os.environ, **(env or {})}
     env.pop("MPLBACKEND", None)  # a headless backend would hide every figure
     result = subprocess.run(
-        [sys.executable, "-m", "bookbuild.i18n.translations", "site"]
+        [sys.executable, "-m", "bookbuild.build", "site"]
         + ["--with-prefill"] * prefill,
         cwd=source,
         env=env,

@@ -1,18 +1,32 @@
-"""Trained results kept on disk, read back instead of training again.
+"""The chapters' trained results kept on disk, read back instead of training again.
 
-Every ``train(seed, ...)`` of :mod:`qkv.experiments` is deterministic: the same
-function, the same arguments and the same code of ``qkv`` give the same result
-on the same CPU kernels. The measurements of :mod:`qkv.experiments.measure` are
-kept the same way: a page's times are measured once per version of the code,
-and every edition of the page (English, French) shows the same ones.
+Problem: every ``train(seed, ...)`` of :mod:`qkv.experiments` is deterministic
+(the same function, arguments and code of ``qkv`` give the same result on the
+same CPU kernels), and training is the longest part of executing the chapters:
+a chapter executed again after an edit of its prose, its French edition, the
+tests of the claims on seeds 0-4, all would train the same models again. The
+measurements of :mod:`qkv.experiments.measure` are the same case: a page's times
+measured once per version of the code, every edition showing the same ones.
+Keeping results is the build's business, not the reader's: ``qkv`` holds plain
+``train(seed)`` functions, and a reader's notebook just trains.
+
+Answer: :data:`REMEMBERED`, the explicit list of the functions of ``qkv`` whose
+results the build keeps, and :func:`install`, which replaces each by
+:func:`remembered` of it, in its module (so a chapter's ``from
+qkv.experiments.toy import train`` and qkv's own calls get the kept one). The
+book's kernels install it as they start (their configuration,
+:mod:`bookbuild.execute.kernel_config`), and so does the test session
+(``tests/conftest.py``); :func:`uninstall` puts the plain functions back. A
+chapter's cells do not change.
+
 When the environment variable ``QKV_RESULTS`` names a folder, :func:`remembered`
 keeps each result there (``torch.save``), and a later call with the same arguments
 and the same code reads it back. Results sit in a folder per version of the code;
 the first result of a new version removes the folders of the others. The book's
 build sets it for its kernels (their ``_build/results``): a chapter executed again
 after an edit of its prose or code does not train again, and the tests run the
-chapters' notebooks against the build's trained results. Without it, as in a
-reader's notebook, every call trains.
+chapters' notebooks against the build's trained results. Without it, every call
+trains.
 
 A result depends on the CPU's kernels (one ulp early in a training moves where
 it ends): the key holds the kernels torch dispatches to and the variables that
@@ -21,7 +35,12 @@ emulate an older CPU (:data:`CPU_VARIABLES`), and each file records its
 plain data and the classes :func:`_allowed` names, never code (a file planted
 in the folder cannot run anything). A file that cannot be read (truncated,
 corrupt, another call's, holding anything else) is said on stderr, trained
-again and overwritten.
+again and overwritten. Two processes that need the same result (two kernels,
+two test workers) train it once: the second waits on a lock for the first.
+
+This module imports only torch, NumPy, ``qkv`` and the standard library: a
+kernel without Sphinx (the notebooks' test in a reader's environment) can
+install it.
 """
 
 from __future__ import annotations
@@ -48,12 +67,41 @@ import numpy
 import torch
 from torch import nn
 
+import qkv
+from bookbuild.execute.kernel_config import CPU_VARIABLES
+
+__all__ = [
+    "CPU_VARIABLES",
+    "REMEMBERED",
+    "RESULTS",
+    "code_hash",
+    "install",
+    "installed",
+    "provenance",
+    "remembered",
+    "result_path",
+    "uninstall",
+]
+
 #: The environment variable that names the folder of kept results.
 RESULTS = "QKV_RESULTS"
 
-#: The environment variables that make the kernels of torch, MKL and oneDNN
-#: those of an older CPU (``CONTRIBUTING.md``, *Claims about trained runs*).
-CPU_VARIABLES = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA")
+#: The functions of ``qkv`` whose results the build keeps (``module:function``):
+#: every training of :mod:`qkv.experiments` and every measurement of
+#: :mod:`qkv.experiments.measure`. A new ``train`` of a chapter is added here.
+REMEMBERED = (
+    "qkv.experiments.toy:train",
+    "qkv.experiments.toy:train_lookup",
+    "qkv.experiments.positions:extrapolation",
+    "qkv.experiments.induction:train",
+    "qkv.experiments.writer:train",
+    "qkv.experiments.vision:train",
+    "qkv.experiments.translate:train",
+    "qkv.experiments.measure:interleaved_times",
+    "qkv.experiments.measure:timed",
+    "qkv.experiments.measure:peak_memories",
+    "qkv.experiments.measure:time_decoding",
+)
 
 #: What a kept result may hold from outside ``qkv``, besides tensors and plain
 #: data (numbers, strings, lists, tuples, dicts, sets): the torch layers of
@@ -85,7 +133,7 @@ R = TypeVar("R")
 #: The modules of ``qkv`` every result depends on: all of them but the
 #: experiments (each result depends on its own module only: they never import
 #: each other) and :mod:`qkv.page`, which draws and never trains nor measures.
-_EXPERIMENTS_SHARED = ("__init__.py", "_results.py")
+_EXPERIMENTS_SHARED = ("__init__.py",)
 
 
 def provenance() -> dict[str, str | int]:
@@ -123,7 +171,7 @@ def code_hash() -> str:
     contents): a result is read back only by the code that made it. With
     :func:`module_hash` of the function's own module, a result is kept across
     edits of the drawing code and of the other experiments."""
-    package = Path(__file__).resolve().parents[1]
+    package = Path(qkv.__file__).resolve().parent
     digest = hashlib.sha256()
     for path in sorted(package.rglob("*.py")):
         relative = path.relative_to(package)
@@ -324,7 +372,8 @@ def _kept(path: Path, *, say: bool) -> object:
             lines = str(error).strip().splitlines()
             reason = type(error).__name__ + (f": {lines[0]}" if lines else "")
             print(
-                f"qkv: kept result {path} could not be read ({reason}): training again",
+                f"bookbuild: kept result {path} could not be read ({reason}): "
+                "training again",
                 file=sys.stderr,
             )
         return _ABSENT
@@ -343,7 +392,7 @@ def _write(result: object, path: Path, made: dict) -> None:
             _allowed(name)
     except ValueError as error:
         partial.unlink()
-        print(f"qkv: result {path} not kept ({error})", file=sys.stderr)
+        print(f"bookbuild: result {path} not kept ({error})", file=sys.stderr)
         return
     os.replace(partial, path)
 
@@ -399,4 +448,51 @@ def remembered(function: Callable[..., R]) -> Callable[..., R]:
                 _write(result, path, made)
         return result
 
+    wrapper.__remembered__ = True
     return wrapper
+
+
+def _target(name: str) -> tuple[types.ModuleType, str]:
+    """The module and attribute of ``name`` (``module:function``), or a
+    ValueError that names the entry of :data:`REMEMBERED` gone from ``qkv``."""
+    module_name, _, attribute = name.partition(":")
+    module = importlib.import_module(module_name)
+    if not callable(getattr(module, attribute, None)):
+        raise ValueError(
+            f"REMEMBERED names {name}, which qkv does not define: update "
+            f"REMEMBERED in {__name__} (bookbuild/src/bookbuild/execute/results.py)"
+        )
+    return module, attribute
+
+
+def install() -> list[str]:
+    """Replace each function of :data:`REMEMBERED` by :func:`remembered` of it,
+    in its module (once: installing twice wraps nothing twice). Returns the
+    names replaced by this call."""
+    done = []
+    for name in REMEMBERED:
+        module, attribute = _target(name)
+        function = getattr(module, attribute)
+        if getattr(function, "__remembered__", False):
+            continue
+        setattr(module, attribute, remembered(function))
+        done.append(name)
+    return done
+
+
+def installed() -> list[str]:
+    """The names of :data:`REMEMBERED` whose kept version is in place."""
+    return [
+        name
+        for name in REMEMBERED
+        if getattr(getattr(*_target(name)), "__remembered__", False)
+    ]
+
+
+def uninstall() -> None:
+    """Put the plain functions of ``qkv`` back."""
+    for name in REMEMBERED:
+        module, attribute = _target(name)
+        function = getattr(module, attribute)
+        if getattr(function, "__remembered__", False):
+            setattr(module, attribute, function.__wrapped__)

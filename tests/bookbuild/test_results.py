@@ -1,5 +1,6 @@
-"""Trained results kept on disk (qkv.experiments._results): read back only by
-the same call of the same code, and only when QKV_RESULTS names a folder."""
+"""Trained results kept on disk (bookbuild.execute.results): read back only by
+the same call of the same code, and only when QKV_RESULTS names a folder; the
+kept versions installed by the build, plain functions in qkv."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import contextlib
 import multiprocessing
 import os
 import pickle
+import subprocess
 import sys
 from pathlib import Path
 
@@ -15,8 +17,9 @@ import numpy
 import pytest
 import torch
 
-from qkv.experiments import _results, measure, toy
-from qkv.experiments._results import RESULTS, remembered, result_path
+from bookbuild.execute import results as _results
+from bookbuild.execute.results import RESULTS, remembered, result_path
+from qkv.experiments import measure, toy
 
 
 def counting():
@@ -76,7 +79,6 @@ def test_a_result_is_keyed_on_the_core_and_its_own_module_only(monkeypatch):
         for p in (
             "attention.py",
             "cost.py",
-            "experiments/_results.py",
             "experiments/__init__.py",
         )
     ]
@@ -92,7 +94,7 @@ def test_a_result_is_keyed_on_the_core_and_its_own_module_only(monkeypatch):
 
 def test_the_experiments_import_no_other_experiment_and_not_the_page():
     # What makes a key on the core and the function's own module sound.
-    folder = Path(_results.__file__).parent
+    folder = Path(toy.__file__).parent
     for path in folder.glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom):
@@ -103,8 +105,8 @@ def test_the_experiments_import_no_other_experiment_and_not_the_page():
                 continue
             for name in names:
                 assert not name.startswith("qkv.page"), (path, name)
-                if name.startswith("qkv.experiments"):
-                    assert name == "qkv.experiments._results", (path, name)
+                assert not name.startswith("qkv.experiments"), (path, name)
+                assert not name.startswith("bookbuild"), (path, name)
 
 
 def test_a_real_training_round_trips(monkeypatch, tmp_path):
@@ -293,7 +295,9 @@ def test_a_planted_pickle_runs_nothing_and_is_trained_again(
     assert not marker.exists()  # nothing ran
     assert calls == [(1, 3)]  # trained instead
     assert result["seed"] == 1
-    assert f"qkv: kept result {path} could not be read (" in capsys.readouterr().err
+    assert (
+        f"bookbuild: kept result {path} could not be read (" in capsys.readouterr().err
+    )
     train(1)  # the planted file was overwritten by the trained result
     assert calls == [(1, 3)] and not marker.exists()
 
@@ -330,7 +334,7 @@ def test_a_file_that_cannot_be_read_is_trained_again_and_overwritten(
     torch.testing.assert_close(again["weights"], torch.full((2,), 4.0))
     assert calls == [(1, 3), (2, 3), (1, 3)]
     said = capsys.readouterr().err.splitlines()
-    assert len(said) == 1 and said[0].startswith(f"qkv: kept result {path} could")
+    assert len(said) == 1 and said[0].startswith(f"bookbuild: kept result {path} could")
     assert said[0].endswith(": training again")
     train(1)  # overwritten: read back
     assert calls == [(1, 3), (2, 3), (1, 3)]
@@ -430,3 +434,67 @@ def test_a_kept_result_records_where_it_comes_from(monkeypatch, tmp_path):
         "numpy": numpy.__version__,
         "ATEN_CPU_CAPABILITY": "avx2",
     }
+
+
+def test_the_build_installs_the_kept_versions_and_uninstall_puts_qkv_s_back():
+    """The session installed them (tests/conftest.py), as a kernel does; each
+    is qkv's plain function wrapped, in its own module, once."""
+    assert _results.installed() == list(_results.REMEMBERED)
+    assert toy.train.__wrapped__.__module__ == "qkv.experiments.toy"
+    assert _results.install() == []  # installing again wraps nothing twice
+    try:
+        _results.uninstall()
+        assert _results.installed() == []
+        assert not hasattr(toy.train, "__wrapped__")
+    finally:
+        _results.install()
+    assert _results.installed() == list(_results.REMEMBERED)
+
+
+def test_a_readers_qkv_just_trains():
+    """Without bookbuild, qkv's trainings are plain functions: no wrapper, no
+    kept result, whatever QKV_RESULTS says (a fresh process that never imports
+    bookbuild)."""
+    code = (
+        "import sys, qkv.experiments.toy as toy, qkv.experiments.measure as m\n"
+        "assert not hasattr(toy.train, '__wrapped__'), toy.train\n"
+        "assert not hasattr(m.timed, '__wrapped__'), m.timed\n"
+        "assert not any(n.startswith('bookbuild') for n in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_kernels_install_the_kept_versions(tmp_path):
+    """The book's kernel configuration installs them as a kernel starts."""
+    from bookbuild.execute import kernel_config
+
+    assert "_results.install()" in kernel_config.KERNEL_CONFIG
+    config = kernel_config.environment(tmp_path)
+    file = tmp_path / "ipython" / "profile_default" / "ipython_kernel_config.py"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from traitlets.config import Config\n"
+            "from bookbuild.execute import results\n"
+            f"c = Config()\nexec(open({str(file)!r}).read())\n"
+            "assert results.installed() == list(results.REMEMBERED)\n",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, **config},
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_every_remembered_function_exists_and_an_unknown_one_is_named(monkeypatch):
+    for name in _results.REMEMBERED:
+        module, attribute = _results._target(name)
+        assert callable(getattr(module, attribute))
+    monkeypatch.setattr(_results, "REMEMBERED", ("qkv.experiments.toy:gone",))
+    with pytest.raises(ValueError, match="qkv.experiments.toy:gone"):
+        _results.install()
