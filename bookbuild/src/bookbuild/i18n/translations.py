@@ -34,10 +34,13 @@
   (Sphinx's gettext builder, ``gettext_compact: false``: one file per page).
 * ``update`` (``make translations``): ``extract``, then ``sphinx-intl update
   --no-obsolete``: ``locales/<code>/LC_MESSAGES/<page>.po`` created or merged
-  (a changed paragraph becomes ``#, fuzzy``), then ``stats``.
+  (a changed paragraph becomes ``#, fuzzy``), the same for ``qkv``'s and
+  ``bookbuild``'s catalogues (their ``.mo`` compiled), then ``stats``.
 * ``stats``: per page, the messages, how many are translated, fuzzy, missing.
-* ``check``: fails when a page listed as translated in ``book_translated``
-  (or every page, with ``all``) has a missing or fuzzy message, or when any
+* ``check``: fails when a message of ``qkv``'s or ``bookbuild``'s own
+  catalogue (:mod:`bookbuild.i18n.domains`) is untranslated or fuzzy, when a
+  page listed as translated in ``book_translated`` (or every page, with
+  ``all``) has a missing or fuzzy message, or when any
   translated message lost or changed a role, a math span, a glued value, a
   footnote reference, inline code, a link or a number of its source
   (:func:`markup_problems`). Extracts first (``--no-extract`` to skip).
@@ -64,6 +67,8 @@ from functools import cache
 from pathlib import Path
 
 import yaml
+
+from bookbuild.i18n import domains
 
 LOCALES = "locales"
 GETTEXT = Path("_build") / "gettext"
@@ -958,6 +963,7 @@ def extract(root: Path) -> int:
         from bookbuild.i18n import code as code_messages
 
         code_messages.extract(root, target)
+        domains.extract(root, target)  # qkv's and bookbuild's own words
     return code
 
 
@@ -982,6 +988,7 @@ def update(root: Path) -> int:
         if done.returncode:
             print(done.stderr)
             return done.returncode
+    domains.update(root)  # qkv's and bookbuild's catalogues, and their .mo
     return stats(root)
 
 
@@ -1271,11 +1278,15 @@ def check(root: Path, extract_first: bool = True) -> int:
         print(f"note: {notice}")
     for problem in found:
         print(problem)
+    in_domains = domains.problems(root)  # qkv's and bookbuild's own words
+    print("\n".join(in_domains))
     if found:
         print("\n".join(advice(root, found)))
+    elif in_domains:
+        print(f"Then `{UPDATE_COMMAND}` and translate them in the .po named above.")
     else:
         print("translations: 0 problem(s)")
-    return 1 if found else 0
+    return 1 if found or in_domains else 0
 
 
 def main(argv: list[str]) -> int:

@@ -39,6 +39,8 @@ from sphinx.application import Sphinx
 from sphinx.transforms import SphinxTransform
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
+from bookbuild.i18n.messages import N_
+
 
 def _git(root: Path, *args: str) -> str:
     done = subprocess.run(
@@ -157,7 +159,13 @@ class StampTranslated(SphinxTransform):
 
 #: The headers of myst-nb's table of execution times (``nb-exec-table``), which
 #: myst-nb writes in English: each goes through ``bookbuild.i18n.messages``.
-EXEC_TABLE_HEADERS = ("Document", "Modified", "Method", "Run Time (s)", "Status")
+EXEC_TABLE_HEADERS = (
+    N_("Document"),
+    N_("Modified"),
+    N_("Method"),
+    N_("Run Time (s)"),
+    N_("Status"),
+)
 
 
 class TranslateExecTable(SphinxPostTransform):

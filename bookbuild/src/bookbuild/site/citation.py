@@ -46,7 +46,7 @@ import yaml
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
-from bookbuild.i18n.messages import base_language, gettext
+from bookbuild.i18n.messages import N_, base_language, gettext
 from bookbuild.toc import book_root, is_one_page_build, lessons
 
 #: The ``language`` field of a translated edition's entries (babel's names).
@@ -273,9 +273,12 @@ def _cite_box(app, doctree: nodes.document, docname: str) -> None:
 
 
 LABEL_KINDS = [
-    ("figures", re.compile(r"^:name: (\S+)", re.M)),
-    ("equations", re.compile(r"^\$\$ \((\S+)\)$|^:label: ((?!\S+-ex\d)\S+)$", re.M)),
-    ("exercises", re.compile(r"^:label: (\S+-ex\d+)$", re.M)),
+    (N_("figures"), re.compile(r"^:name: (\S+)", re.M)),
+    (
+        N_("equations"),
+        re.compile(r"^\$\$ \((\S+)\)$|^:label: ((?!\S+-ex\d)\S+)$", re.M),
+    ),
+    (N_("exercises"), re.compile(r"^:label: (\S+-ex\d+)$", re.M)),
 ]
 
 
