@@ -167,6 +167,9 @@ def update(root: Path) -> int:
         for language in languages(root, domain):
             path = domain.po(root, language)
             catalogue = read(path)
+            # The catalogue's own date: a refresh that changes no message changes
+            # no file.
+            templates[domain.name].creation_date = catalogue.creation_date
             catalogue.update(templates[domain.name], no_fuzzy_matching=False)
             write(path, catalogue)
             done = sum(1 for m in list(catalogue)[1:] if m.string and not m.fuzzy)
