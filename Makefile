@@ -19,7 +19,7 @@
 #       and translation models against their targets), make bench-attention
 #       (qkv's fast path against PyTorch's), make same-site (two clean
 #       builds compared file by file),
-#       make translations (refresh the catalogues of locales/, print their state),
+#       make translations (refresh the catalogues of locales/ and the packages' own, print their state),
 #       make lock (requirements.txt resolved into requirements.lock),
 #       make addresses and make notebooks-branch (for the publishing workflow),
 #       make print-VARIABLE (a variable's value).

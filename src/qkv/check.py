@@ -72,7 +72,8 @@ from qkv.attention import (
     scaled_dot_product_attention,
     split_heads,
 )
-from qkv.language import format_number, text
+from qkv.language import N_, format_number
+from qkv.language import gettext as _
 
 __all__ = [
     "CheckResult",
@@ -112,7 +113,7 @@ class _Say:
 
 def _say(english: str, **values: Any) -> str:
     """``english`` in the current language, filled with ``values``."""
-    return text(MESSAGES, english).format(**values)
+    return _(english).format(**values)
 
 
 @dataclass(frozen=True, repr=False)
@@ -327,8 +328,10 @@ _BATCH_DIMS = {
     ),
 }
 _BATCH_DIMS["heads"] = _Say(
-    _BATCH_DIMS["split"].english
-    + " The same holds for key.transpose(-2, -1) and dim=-1."
+    "Your code passed with {good} but fails with {bad}. To work with any number "
+    "of leading batch dims, unpack the shape as *batch, T, D = x.shape, reshape "
+    "to (*batch, T, H, E) and count dims from the end: .transpose(-3, -2). The "
+    "same holds for key.transpose(-2, -1) and dim=-1."
 )
 
 
@@ -357,7 +360,10 @@ def _shape(x: Any) -> str:
 
 
 def _dims(n: int) -> str:
-    return _say({0: "no batch dim", 1: "one batch dim"}.get(n, "{n} batch dims"), n=n)
+    return _say(
+        {0: N_("no batch dim"), 1: N_("one batch dim")}.get(n, N_("{n} batch dims")),
+        n=n,
+    )
 
 
 def _index(flat: int, shape: Sequence[int]) -> str:
@@ -428,27 +434,36 @@ def _largest_gap(got: Tensor, expected: Tensor) -> str:
 
 
 _WRONG_SHAPE = {
-    "output": "The output has the wrong shape: expected {form} = {expected}, "
-    "got {got}.",
-    "weights": "The weights have the wrong shape: expected {form} = {expected}, "
-    "got {got}.",
-    "result": "The result has the wrong shape: expected {form} = {expected}, "
-    "got {got}.",
-    "gradient": "The gradient of {name} has the wrong shape: expected {form} = "
-    "{expected}, got {got}.",
+    "output": N_(
+        "The output has the wrong shape: expected {form} = {expected}, got {got}."
+    ),
+    "weights": N_(
+        "The weights have the wrong shape: expected {form} = {expected}, got {got}."
+    ),
+    "result": N_(
+        "The result has the wrong shape: expected {form} = {expected}, got {got}."
+    ),
+    "gradient": N_(
+        "The gradient of {name} has the wrong shape: expected {form} = "
+        "{expected}, got {got}."
+    ),
 }
 _CONTAINS_NAN = {
-    "output": "The output contains NaN, first at index {index} (expected {value}).",
-    "weights": "The weights contain NaN, first at index {index} (expected {value}).",
-    "result": "The result contains NaN, first at index {index} (expected {value}).",
-    "gradient": "The gradient of {name} contains NaN, first at index {index} "
-    "(expected {value}).",
+    "output": N_("The output contains NaN, first at index {index} (expected {value})."),
+    "weights": N_(
+        "The weights contain NaN, first at index {index} (expected {value})."
+    ),
+    "result": N_("The result contains NaN, first at index {index} (expected {value})."),
+    "gradient": N_(
+        "The gradient of {name} contains NaN, first at index {index} "
+        "(expected {value})."
+    ),
 }
 _WRONG = {
-    "output": "The output is wrong: {gap}",
-    "weights": "The weights are wrong: {gap}",
-    "result": "The result is wrong: {gap}",
-    "gradient": "The gradient of {name} is wrong: {gap}",
+    "output": N_("The output is wrong: {gap}"),
+    "weights": N_("The weights are wrong: {gap}"),
+    "result": N_("The result is wrong: {gap}"),
+    "gradient": N_("The gradient of {name} is wrong: {gap}"),
 }
 
 
@@ -1060,7 +1075,7 @@ def _check_gradients(
                 ),
                 hint=_DETACHED,
             )
-        problem = _difference(f"gradient of {name}", mine.grad, theirs.grad, "its")
+        problem = _difference(f"gradient of {name}", mine.grad, theirs.grad, N_("its"))
         if problem is not None:
             run.fail(problem)
 
@@ -1204,9 +1219,9 @@ def check_scaled_dot_product_attention(
                 theirs = [t.clone().requires_grad_() for t in inputs[:3]]
                 expected, weights = scaled_dot_product_attention(*theirs, *inputs[3:])
                 result = run.call(
-                    fn, args, names, "Your function", mask_hint, default_hint
+                    fn, args, names, N_("Your function"), mask_hint, default_hint
                 )
-            output, got_weights = run.unpack(result, "Your function")
+            output, got_weights = run.unpack(result, N_("Your function"))
 
             def mistakes() -> _Mistakes:
                 return [(_WEIGHTS_FIRST, (weights, None))] + [
@@ -1229,30 +1244,34 @@ def check_scaled_dot_product_attention(
 
         cases.add(_Case(name, len(q) - 2, test, mask is not None, fallback))
 
-    case("2-D inputs, 4 queries and 4 keys (L = S)", (4, 8), (4, 8), (4, 8))
+    case(N_("2-D inputs, 4 queries and 4 keys (L = S)"), (4, 8), (4, 8), (4, 8))
     case(
-        "cross-attention: 3 queries, 6 keys (L != S)",
+        N_("cross-attention: 3 queries, 6 keys (L != S)"),
         (3, 6),
         (6, 6),
         (6, 6),
-        fallback="Your code passed with 4 queries, 4 keys and d_k = 8 but not with 3 "
-        "queries, 6 keys and d_k = 6. Does it use a size typed by hand (such as "
-        "sqrt(8)) instead of query.shape[-1], or mix up L and S? The weights are "
-        "(..., L, S): one row per query.",
+        fallback=N_(
+            "Your code passed with 4 queries, 4 keys and d_k = 8 but not with 3 "
+            "queries, 6 keys and d_k = 6. Does it use a size typed by hand (such as "
+            "sqrt(8)) instead of query.shape[-1], or mix up L and S? The weights are "
+            "(..., L, S): one row per query."
+        ),
     )
     case(
-        "values of another size than keys (Ev = 5, E = 4)",
+        N_("values of another size than keys (Ev = 5, E = 4)"),
         (4, 4),
         (6, 4),
         (6, 5),
-        fallback="Your code passed while the values had the size of the keys, but "
-        "not with Ev = 5 and E = 4. d_k is query.shape[-1], and the output has the "
-        "size of the values, (..., L, Ev).",
+        fallback=N_(
+            "Your code passed while the values had the size of the keys, but "
+            "not with Ev = 5 and E = 4. d_k is query.shape[-1], and the output has the "
+            "size of the values, (..., L, Ev)."
+        ),
     )
-    case("one batch dim (B = 2)", (2, 4, 8), (2, 6, 8), (2, 6, 5))
-    case("two batch dims (2, 3)", (2, 3, 4, 16), (2, 3, 5, 16), (2, 3, 5, 3))
+    case(N_("one batch dim (B = 2)"), (2, 4, 8), (2, 6, 8), (2, 6, 5))
+    case(N_("two batch dims (2, 3)"), (2, 3, 4, 16), (2, 3, 5, 16), (2, 3, 5, 3))
     case(
-        "gradients reach query, key and value",
+        N_("gradients reach query, key and value"),
         (2, 4, 6),
         (2, 5, 6),
         (2, 5, 4),
@@ -1260,24 +1279,24 @@ def check_scaled_dot_product_attention(
     )
     shapes = (2, 4, 8), (2, 6, 8), (2, 6, 5)
     case(
-        "a bool mask (L, S) shared by the batch",
+        N_("a bool mask (L, S) shared by the batch"),
         *shapes,
         mask=lambda g: _random_mask(g, 4, 6),
     )
     case(
-        "a causal mask (L, L)",
+        N_("a causal mask (L, L)"),
         (2, 5, 8),
         (2, 5, 8),
         (2, 5, 5),
         mask=lambda g: causal_mask(5),
     )
     case(
-        "a padding mask (B, 1, S): 6 and 3 real keys",
+        N_("a padding mask (B, 1, S): 6 and 3 real keys"),
         *shapes,
         mask=lambda g: padding_mask([6, 3])[:, None, :],
     )
     case(
-        "a query that may attend to nothing (its mask row is all False)",
+        N_("a query that may attend to nothing (its mask row is all False)"),
         *shapes,
         mask=lambda g: _empty_row_mask(g, 2, 4, 6),
     )
@@ -1356,9 +1375,9 @@ def check_self_attention(cls: type[nn.Module], *, masks: bool = True) -> CheckRe
             with torch.enable_grad():
                 expected, weights = reference(*args)
                 result = run.call(
-                    module, args, arg_names, "Your forward", mask_hint, default_hint
+                    module, args, arg_names, N_("Your forward"), mask_hint, default_hint
                 )
-            output, got_weights = run.unpack(result, "Your forward")
+            output, got_weights = run.unpack(result, N_("Your forward"))
 
             def mistakes() -> _Mistakes:
                 with torch.no_grad():
@@ -1395,29 +1414,31 @@ def check_self_attention(cls: type[nn.Module], *, masks: bool = True) -> CheckRe
 
         cases.add(_Case(name, len(shape) - 2, test, mask is not None, fallback))
 
-    case("a batch of 2 sequences of 5 vectors, (B, T, D) = (2, 5, 8)", (2, 5, 8))
-    case("one sequence, no batch dim, (T, D) = (5, 8)", (5, 8))
-    case("two batch dims, (2, 3, T, D) = (2, 3, 4, 8)", (2, 3, 4, 8))
+    case(N_("a batch of 2 sequences of 5 vectors, (B, T, D) = (2, 5, 8)"), (2, 5, 8))
+    case(N_("one sequence, no batch dim, (T, D) = (5, 8)"), (5, 8))
+    case(N_("two batch dims, (2, 3, T, D) = (2, 3, 4, 8)"), (2, 3, 4, 8))
     case(
-        "another size: embed_dim = 6",
+        N_("another size: embed_dim = 6"),
         (2, 5, 6),
-        fallback="Your code passed with embed_dim = 8 but not with 6. Does it use a "
-        "size typed by hand instead of embed_dim or x.shape[-1]?",
+        fallback=N_(
+            "Your code passed with embed_dim = 8 but not with 6. Does it use a "
+            "size typed by hand instead of embed_dim or x.shape[-1]?"
+        ),
     )
-    case("gradients reach W_q, W_k and W_v", (2, 5, 8), grad=True)
+    case(N_("gradients reach W_q, W_k and W_v"), (2, 5, 8), grad=True)
     case(
-        "a bool mask (T, T) shared by the batch",
+        N_("a bool mask (T, T) shared by the batch"),
         (2, 5, 8),
         mask=lambda g: _random_mask(g, 5, 5),
     )
-    case("a causal mask (T, T)", (2, 5, 8), mask=lambda g: causal_mask(5))
+    case(N_("a causal mask (T, T)"), (2, 5, 8), mask=lambda g: causal_mask(5))
     case(
-        "a padding mask (B, 1, T): 5 and 3 real positions",
+        N_("a padding mask (B, 1, T): 5 and 3 real positions"),
         (2, 5, 8),
         mask=lambda g: padding_mask([5, 3])[:, None, :],
     )
     case(
-        "a position that may attend to nothing (its mask row is all False)",
+        N_("a position that may attend to nothing (its mask row is all False)"),
         (2, 5, 8),
         mask=lambda g: _empty_row_mask(g, 2, 5, 5),
     )
@@ -1457,9 +1478,9 @@ def check_split_heads(fn: Callable[[Tensor, int], Tensor]) -> CheckResult:
         def test(run: _Run) -> None:
             run.called = _called("fn", ["x", str(heads)], [x, heads])
             expected = split_heads(x, heads)  # (..., H, T, E)
-            result = run.call(fn, [x, heads], ["x", "num_heads"], "Your function")
+            result = run.call(fn, [x, heads], ["x", "num_heads"], N_("Your function"))
             if not isinstance(result, Tensor):
-                run.unpack(result, "Your function")  # says what came back
+                run.unpack(result, N_("Your function"))  # says what came back
                 run.fail(
                     _say(
                         "Your function returned a pair ({first}, {second}). "
@@ -1494,11 +1515,11 @@ def check_split_heads(fn: Callable[[Tensor, int], Tensor]) -> CheckResult:
 
         cases.add(_Case(name, len(shape) - 2, test))
 
-    case("a batch (B, T, D) = (2, 6, 12) cut into 3 heads", (2, 6, 12), 3)
-    case("no batch dim: (T, D) = (6, 12), 3 heads", (6, 12), 3)
-    case("two batch dims: (2, 3, 6, 12), 4 heads", (2, 3, 6, 12), 4)
-    case("one head: (2, 6, 12), 1 head", (2, 6, 12), 1)
-    case("one feature per head: (2, 5, 6), 6 heads", (2, 5, 6), 6)
+    case(N_("a batch (B, T, D) = (2, 6, 12) cut into 3 heads"), (2, 6, 12), 3)
+    case(N_("no batch dim: (T, D) = (6, 12), 3 heads"), (6, 12), 3)
+    case(N_("two batch dims: (2, 3, 6, 12), 4 heads"), (2, 3, 6, 12), 4)
+    case(N_("one head: (2, 6, 12), 1 head"), (2, 6, 12), 1)
+    case(N_("one feature per head: (2, 5, 6), 6 heads"), (2, 5, 6), 6)
     return _run_cases(checker, cases.cases, True, _BATCH_DIMS["split"])
 
 
@@ -1594,9 +1615,9 @@ def check_multi_head_attention(
             with torch.enable_grad():
                 expected, weights = reference(*args)
                 result = run.call(
-                    module, args, arg_names, "Your forward", mask_hint, default_hint
+                    module, args, arg_names, N_("Your forward"), mask_hint, default_hint
                 )
-            output, got_weights = run.unpack(result, "Your forward")
+            output, got_weights = run.unpack(result, N_("Your forward"))
 
             def mistakes() -> _Mistakes:
                 with torch.no_grad():
@@ -1624,39 +1645,45 @@ def check_multi_head_attention(
 
         cases.add(_Case(name, len(q) - 2, test, mask is not None, fallback))
 
-    case("self-attention on a batch, (B, T, D) = (2, 5, 12), 3 heads", 3, (2, 5, 12))
-    case("no batch dim, (T, D) = (5, 12), 3 heads", 3, (5, 12))
-    case("two batch dims, (2, 3, T, D) = (2, 3, 4, 12), 3 heads", 3, (2, 3, 4, 12))
     case(
-        "cross-attention: 4 queries, 6 keys and values (L != S)",
+        N_("self-attention on a batch, (B, T, D) = (2, 5, 12), 3 heads"), 3, (2, 5, 12)
+    )
+    case(N_("no batch dim, (T, D) = (5, 12), 3 heads"), 3, (5, 12))
+    case(N_("two batch dims, (2, 3, T, D) = (2, 3, 4, 12), 3 heads"), 3, (2, 3, 4, 12))
+    case(
+        N_("cross-attention: 4 queries, 6 keys and values (L != S)"),
         3,
         (2, 4, 12),
         6,
-        fallback="Your code passed for self-attention but not with 4 queries and 6 "
-        "keys. Are the keys and values projected from the key and value arguments, "
-        "and are the scores (..., H, L, S), one row per query?",
+        fallback=N_(
+            "Your code passed for self-attention but not with 4 queries and 6 "
+            "keys. Are the keys and values projected from the key and value arguments, "
+            "and are the scores (..., H, L, S), one row per query?"
+        ),
     )
-    case("key and value are different tensors", 3, (2, 4, 12), 6, True)
+    case(N_("key and value are different tensors"), 3, (2, 4, 12), 6, True)
     case(
-        "another size: embed_dim = 8, num_heads = 4",
+        N_("another size: embed_dim = 8, num_heads = 4"),
         4,
         (2, 5, 8),
-        fallback="Your code passed with embed_dim = 12 and num_heads = 3 but not "
-        "with 8 and 4. Does it use a number typed by hand instead of embed_dim, "
-        "num_heads or the head size embed_dim // num_heads?",
+        fallback=N_(
+            "Your code passed with embed_dim = 12 and num_heads = 3 but not "
+            "with 8 and 4. Does it use a number typed by hand instead of embed_dim, "
+            "num_heads or the head size embed_dim // num_heads?"
+        ),
     )
-    case("gradients reach W_q, W_k, W_v and W_o", 3, (2, 4, 12), 6, True, grad=True)
+    case(N_("gradients reach W_q, W_k, W_v and W_o"), 3, (2, 4, 12), 6, True, grad=True)
     case(
-        "a bool mask (L, S) shared by the batch and the heads",
+        N_("a bool mask (L, S) shared by the batch and the heads"),
         3,
         (2, 4, 12),
         6,
         True,
         mask=lambda g: _random_mask(g, 4, 6),
     )
-    case("a causal mask (T, T)", 3, (2, 5, 12), mask=lambda g: causal_mask(5))
+    case(N_("a causal mask (T, T)"), 3, (2, 5, 12), mask=lambda g: causal_mask(5))
     case(
-        "a padding mask (B, 1, 1, S): 6 and 3 real keys",
+        N_("a padding mask (B, 1, 1, S): 6 and 3 real keys"),
         3,
         (2, 4, 12),
         6,
@@ -1664,7 +1691,7 @@ def check_multi_head_attention(
         mask=lambda g: padding_mask([6, 3])[:, None, None, :],
     )
     case(
-        "a query that may attend to nothing (its mask row is all False)",
+        N_("a query that may attend to nothing (its mask row is all False)"),
         3,
         (2, 4, 12),
         6,
@@ -1675,912 +1702,3 @@ def check_multi_head_attention(
 
 
 # --- the messages in French ---------------------------------------------------
-
-#: Every text of a message, English -> French (the French edition). English is
-#: the identity over the same keys, so a text missing here fails in English too.
-_FRENCH_PAIRS: tuple[tuple[str, str], ...] = (
-    (
-        (
-            "Your result matches attention WITHOUT the scaling. Did you divide the "
-            "scores by sqrt(d_k)? (d_k = query.shape[-1], the size of each query and "
-            "key.)"
-        ),
-        (
-            "Votre résultat correspond à l'attention SANS la mise à l'échelle. "
-            "Avez-vous divisé les scores par sqrt(d_k) ? (d_k = query.shape[-1], la "
-            "taille de chaque requête et de chaque clé.)"
-        ),
-    ),
-    (
-        (
-            "Your result matches scores divided by d_k. Divide by sqrt(d_k) "
-            "(math.sqrt(d_k)), not by d_k."
-        ),
-        (
-            "Votre résultat correspond aux scores divisés par d_k. Divisez par "
-            "sqrt(d_k) (math.sqrt(d_k)), pas par d_k."
-        ),
-    ),
-    (
-        (
-            "Your result matches scores multiplied by sqrt(d_k). Divide by sqrt(d_k) "
-            "instead."
-        ),
-        (
-            "Votre résultat correspond aux scores multipliés par sqrt(d_k). Divisez "
-            "plutôt par sqrt(d_k)."
-        ),
-    ),
-    (
-        (
-            "Your result matches scores divided by the square root of {what} "
-            "({size}). d_k is the size of each query and key vector, query.shape[-1] "
-            "= {e}."
-        ),
-        (
-            "Votre résultat correspond aux scores divisés par la racine carrée de "
-            "{what} ({size}). d_k est la taille de chaque vecteur de requête et de "
-            "clé, query.shape[-1] = {e}."
-        ),
-    ),
-    (
-        (
-            "Your result matches a softmax over the wrong dimension. The softmax "
-            "runs over the keys, the last dimension (dim=-1), so that each row of "
-            "the weights sums to 1."
-        ),
-        (
-            "Votre résultat correspond à un softmax sur la mauvaise dimension. Le "
-            "softmax porte sur les clés, la dernière dimension (dim=-1), pour que "
-            "chaque ligne des poids ait une somme de 1."
-        ),
-    ),
-    (
-        (
-            "Your result matches attention with queries and keys swapped. The scores "
-            "are query @ key.transpose(-2, -1): one row per query, one column per "
-            "key."
-        ),
-        (
-            "Votre résultat correspond à l'attention avec les requêtes et les clés "
-            "interverties. Les scores sont query @ key.transpose(-2, -1) : une ligne "
-            "par requête, une colonne par clé."
-        ),
-    ),
-    (
-        (
-            "Your result matches the weights multiplied by the keys. The output "
-            "mixes the values: weights @ value."
-        ),
-        (
-            "Votre résultat correspond aux poids multipliés par les clés. La sortie "
-            "mélange les valeurs : weights @ value."
-        ),
-    ),
-    (
-        (
-            "Your result matches attention WITHOUT the mask: the mask was ignored. "
-            "Apply it to the scores before the softmax, e.g. "
-            "scores.masked_fill(~attn_mask, float('-inf'))."
-        ),
-        (
-            "Votre résultat correspond à l'attention SANS le masque : le masque a "
-            "été ignoré. Appliquez-le aux scores avant le softmax, par exemple "
-            "scores.masked_fill(~attn_mask, float('-inf'))."
-        ),
-    ),
-    (
-        (
-            "Your result matches attention with the mask INVERTED. In this book, as "
-            "in PyTorch, True means 'may attend': block the positions where the mask "
-            "is False (~attn_mask), not those where it is True."
-        ),
-        (
-            "Votre résultat correspond à l'attention avec le masque INVERSÉ. Dans ce "
-            "livre, comme dans PyTorch, True signifie « peut regarder » : bloquez "
-            "les positions où le masque vaut False (~attn_mask), pas celles où il "
-            "vaut True."
-        ),
-    ),
-    (
-        (
-            "Your result matches masked scores set to 0. A score of 0 still gets "
-            "weight after the softmax (exp(0) = 1): set the masked scores to "
-            "float('-inf')."
-        ),
-        (
-            "Votre résultat correspond à des scores masqués mis à 0. Un score de 0 "
-            "reçoit encore du poids après le softmax (exp(0) = 1) : mettez les "
-            "scores masqués à float('-inf')."
-        ),
-    ),
-    (
-        (
-            "Your result matches the weights multiplied by the mask after the "
-            "softmax: the rows no longer sum to 1. Mask the scores before the "
-            "softmax."
-        ),
-        (
-            "Votre résultat correspond aux poids multipliés par le masque après le "
-            "softmax : les lignes n'ont plus une somme de 1. Masquez les scores "
-            "avant le softmax."
-        ),
-    ),
-    (
-        (
-            "A query whose mask row is all False got NaN: the softmax of a row of "
-            "-inf is 0/0. The book's convention is zero weights and a zero output "
-            "for a query that may attend to nothing, never NaN: e.g. weights = "
-            "weights.nan_to_num(0.0) after the softmax (see "
-            "qkv.scaled_dot_product_attention)."
-        ),
-        (
-            "Une requête dont la ligne du masque est entièrement False a reçu NaN : "
-            "le softmax d'une ligne de -inf vaut 0/0. La convention du livre : des "
-            "poids nuls et une sortie nulle pour une requête qui ne peut rien "
-            "regarder, jamais NaN ; par exemple weights = weights.nan_to_num(0.0) "
-            "après le softmax (voir qkv.scaled_dot_product_attention)."
-        ),
-    ),
-    (
-        (
-            "A query whose mask row is all False got equal weights on every key (the "
-            "mean of the values): a large negative number in place of -inf does "
-            "that. The book's convention is zero weights and a zero output for a "
-            "query that may attend to nothing."
-        ),
-        (
-            "Une requête dont la ligne du masque est entièrement False a reçu des "
-            "poids égaux sur toutes les clés (la moyenne des valeurs) : c'est ce que "
-            "donne un grand nombre négatif à la place de -inf. La convention du "
-            "livre : des poids nuls et une sortie nulle pour une requête qui ne peut "
-            "rien regarder."
-        ),
-    ),
-    (
-        (
-            "NaN usually comes from a softmax over a row of -inf, or from dividing "
-            "by a sum of zero."
-        ),
-        (
-            "NaN vient le plus souvent d'un softmax sur une ligne de -inf, ou d'une "
-            "division par une somme nulle."
-        ),
-    ),
-    (
-        (
-            "Your weights are transposed: they have one row per query and one column "
-            "per key, shape (..., L, S)."
-        ),
-        (
-            "Vos poids sont transposés : ils ont une ligne par requête et une "
-            "colonne par clé, de forme (..., L, S)."
-        ),
-    ),
-    (
-        (
-            "Your weights match the scores before the softmax. Return the weights, "
-            "softmax(scores)."
-        ),
-        (
-            "Vos poids correspondent aux scores avant le softmax. Renvoyez les "
-            "poids, softmax(scores)."
-        ),
-    ),
-    (
-        (
-            "Your result matches attention whose values are the input x itself. "
-            "Project them too: value = self.W_v(x)."
-        ),
-        (
-            "Votre résultat correspond à une attention dont les valeurs sont "
-            "l'entrée x elle-même. Projetez-les aussi : value = self.W_v(x)."
-        ),
-    ),
-    (
-        (
-            "Your result matches attention with x itself as queries and keys. "
-            "Project them: query = self.W_q(x), key = self.W_k(x)."
-        ),
-        (
-            "Votre résultat correspond à une attention qui prend x lui-même pour "
-            "requêtes et clés. Projetez-les : query = self.W_q(x), key = self.W_k(x)."
-        ),
-    ),
-    (
-        (
-            "Your result matches x @ W.weight. nn.Linear computes x @ W.weight.T + "
-            "W.bias: call the layer, as in self.W_q(x)."
-        ),
-        (
-            "Votre résultat correspond à x @ W.weight. nn.Linear calcule x @ "
-            "W.weight.T + W.bias : appelez la couche, comme dans self.W_q(x)."
-        ),
-    ),
-    (
-        (
-            "Your result matches heads split by reshaping (..., T, D) straight to "
-            "(..., H, T, E). That cuts the numbers of the whole sequence into H "
-            "blocks, so a head gets whole positions instead of a slice of the "
-            "features. Reshape to (..., T, H, E), then .transpose(-3, -2): head h "
-            "must hold the features h*E:(h+1)*E of every position."
-        ),
-        (
-            "Votre résultat correspond à des têtes séparées en remodelant (..., T, "
-            "D) directement en (..., H, T, E). Cela découpe les nombres de toute la "
-            "séquence en H blocs : une tête reçoit des positions entières au lieu "
-            "d'une tranche des composantes. Remodelez en (..., T, H, E), puis "
-            ".transpose(-3, -2) : la tête h doit contenir les composantes "
-            "h*E:(h+1)*E de chaque position."
-        ),
-    ),
-    (
-        (
-            "Your result matches heads that take every H-th feature (head h got the "
-            "features h, h+H, h+2H, ...). Reshape to (..., T, H, E), not (..., T, E, "
-            "H): head h must hold the contiguous features h*E:(h+1)*E."
-        ),
-        (
-            "Votre résultat correspond à des têtes qui prennent une composante sur H "
-            "(la tête h a reçu les composantes h, h+H, h+2H, ...). Remodelez en "
-            "(..., T, H, E), pas en (..., T, E, H) : la tête h doit contenir les "
-            "composantes contiguës h*E:(h+1)*E."
-        ),
-    ),
-    (
-        (
-            "Your result has the shape (..., T, H, E): the reshape is right but the "
-            "transpose is missing. Swap the T and H dims with .transpose(-3, -2)."
-        ),
-        (
-            "Votre résultat a la forme (..., T, H, E) : le reshape est juste, mais "
-            "la transposition manque. Échangez les dimensions T et H avec "
-            ".transpose(-3, -2)."
-        ),
-    ),
-    (
-        (
-            "Your result matches the sequence (T) cut into H pieces. Heads split the "
-            "features: the last dim D becomes (H, E) with E = D / H, and every head "
-            "sees every position."
-        ),
-        (
-            "Votre résultat correspond à la séquence (T) découpée en H morceaux. Les "
-            "têtes se partagent les composantes : la dernière dimension D devient "
-            "(H, E) avec E = D / H, et chaque tête voit chaque position."
-        ),
-    ),
-    (
-        (
-            "Your result matches heads put back together by reshaping (..., H, T, E) "
-            "straight to (..., T, D). Transpose back first, .transpose(-3, -2) to "
-            "(..., T, H, E), then reshape to (..., T, D)."
-        ),
-        (
-            "Votre résultat correspond à des têtes recollées en remodelant (..., H, "
-            "T, E) directement en (..., T, D). Transposez d'abord, .transpose(-3, "
-            "-2) vers (..., T, H, E), puis remodelez en (..., T, D)."
-        ),
-    ),
-    (
-        (
-            "Your result matches scores divided by sqrt(D) with D = embed_dim = {d}. "
-            "Inside a head d_k is the head size E = D / H = {e}: divide by sqrt(E)."
-        ),
-        (
-            "Votre résultat correspond à des scores divisés par sqrt(D) avec D = "
-            "embed_dim = {d}. Dans une tête, d_k est la taille de la tête E = D / H "
-            "= {e} : divisez par sqrt(E)."
-        ),
-    ),
-    (
-        (
-            "Your result matches the concatenated heads without the output "
-            "projection. Apply self.W_o to the concatenated heads."
-        ),
-        (
-            "Votre résultat correspond aux têtes concaténées sans la projection de "
-            "sortie. Appliquez self.W_o aux têtes concaténées."
-        ),
-    ),
-    (
-        (
-            "Your result matches self-attention over the query alone. Use the key "
-            "and value arguments: K = self.W_k(key), V = self.W_v(value)."
-        ),
-        (
-            "Votre résultat correspond à l'auto-attention sur la seule requête. "
-            "Utilisez les arguments `key` et `value` : K = self.W_k(key), V = "
-            "self.W_v(value)."
-        ),
-    ),
-    (
-        (
-            "Your result matches values projected from the key argument. Project the "
-            "value argument: V = self.W_v(value)."
-        ),
-        (
-            "Votre résultat correspond à des valeurs projetées à partir de "
-            "l'argument `key`. Projetez l'argument `value` : V = self.W_v(value)."
-        ),
-    ),
-    (
-        (
-            "Your weights match the average over the heads (what "
-            "torch.nn.MultiheadAttention returns by default). Return one map per "
-            "head, shape (..., H, L, S), as qkv.MultiHeadAttention does."
-        ),
-        (
-            "Vos poids correspondent à la moyenne sur les têtes (ce que "
-            "torch.nn.MultiheadAttention renvoie par défaut). Renvoyez une carte par "
-            "tête, de forme (..., H, L, S), comme qkv.MultiHeadAttention."
-        ),
-    ),
-    (
-        (
-            "Did you use .detach(), .item(), .numpy(), .data or torch.tensor(...) on "
-            "a tensor that depends on the inputs? Each of these cuts the gradient."
-        ),
-        (
-            "Avez-vous utilisé .detach(), .item(), .numpy(), .data ou "
-            "torch.tensor(...) sur un tenseur qui dépend des entrées ? Chacun d'eux "
-            "coupe le gradient."
-        ),
-    ),
-    (
-        (
-            ".view() needs a tensor whose memory layout fits the new shape; after a "
-            "transpose it does not. Use .reshape(), which copies when it has to."
-        ),
-        (
-            ".view() demande un tenseur dont la disposition en mémoire convient à la "
-            "nouvelle forme ; après une transposition, ce n'est pas le cas. Utilisez "
-            ".reshape(), qui copie quand il le faut."
-        ),
-    ),
-    (
-        (
-            "Does your {what} take the mask as its {nth} argument, {signature}? If "
-            "your chapter has not covered masks yet, run {checker}(..., masks=False)."
-        ),
-        (
-            "Le masque est-il le {nth} argument de votre {what}, {signature} ? Si "
-            "votre chapitre n'a pas encore traité les masques, lancez {checker}(..., "
-            "masks=False)."
-        ),
-    ),
-    (
-        (
-            "Your code passed with {good} but fails with {bad}. To work with any "
-            "number of leading batch dims, transpose with key.transpose(-2, -1) "
-            "(key.T reverses every dim) and count dims from the end (dim=-1)."
-        ),
-        (
-            "Votre code passait avec {good} mais échoue avec {bad}. Pour fonctionner "
-            "avec un nombre quelconque de dimensions de lot en tête, transposez avec "
-            "key.transpose(-2, -1) (key.T inverse toutes les dimensions) et comptez "
-            "les dimensions à partir de la fin (dim=-1)."
-        ),
-    ),
-    (
-        (
-            "Your code passed with {good} but fails with {bad}. To work with any "
-            "number of leading batch dims, unpack the shape as *batch, T, D = "
-            "x.shape, reshape to (*batch, T, H, E) and count dims from the end: "
-            ".transpose(-3, -2)."
-        ),
-        (
-            "Votre code passait avec {good} mais échoue avec {bad}. Pour fonctionner "
-            "avec un nombre quelconque de dimensions de lot en tête, décomposez la "
-            "forme en *batch, T, D = x.shape, remodelez en (*batch, T, H, E) et "
-            "comptez les dimensions à partir de la fin : .transpose(-3, -2)."
-        ),
-    ),
-    (
-        (
-            "Your code passed with {good} but fails with {bad}. To work with any "
-            "number of leading batch dims, unpack the shape as *batch, T, D = "
-            "x.shape, reshape to (*batch, T, H, E) and count dims from the end: "
-            ".transpose(-3, -2). The same holds for key.transpose(-2, -1) and dim=-1."
-        ),
-        (
-            "Votre code passait avec {good} mais échoue avec {bad}. Pour fonctionner "
-            "avec un nombre quelconque de dimensions de lot en tête, décomposez la "
-            "forme en *batch, T, D = x.shape, remodelez en (*batch, T, H, E) et "
-            "comptez les dimensions à partir de la fin : .transpose(-3, -2). Il en "
-            "va de même pour key.transpose(-2, -1) et dim=-1."
-        ),
-    ),
-    ("{checker}: all {n} cases passed.", "{checker} : les {n} cas sont réussis."),
-    (
-        "Not run (masks=False): {n} mask cases.",
-        "Non exécutés (`masks=False`) : {n} cas avec masque.",
-    ),
-    ("in every case", "dans tous les cas"),
-    ("in {unchecked} of the {total} cases", "dans {unchecked} des {total} cas"),
-    (
-        (
-            "Weights not checked: your code returned no weights {which}, so only the "
-            "output was checked. Return (output, weights) to have the weights "
-            "checked too."
-        ),
-        (
-            "Poids non vérifiés : votre code n'a renvoyé que la sortie {which}, "
-            "et seule la sortie a été vérifiée. Renvoyez (output, weights) pour que "
-            "les poids soient vérifiés aussi."
-        ),
-    ),
-    ("no batch dim", "aucune dimension de lot"),
-    ("one batch dim", "une dimension de lot"),
-    ("{n} batch dims", "{n} dimensions de lot"),
-    (
-        "The output has the wrong shape: expected {form} = {expected}, got {got}.",
-        ("La sortie a la mauvaise forme : attendu {form} = {expected}, obtenu {got}."),
-    ),
-    (
-        ("The weights have the wrong shape: expected {form} = {expected}, got {got}."),
-        (
-            "Les poids ont la mauvaise forme : attendu {form} = {expected}, obtenu "
-            "{got}."
-        ),
-    ),
-    (
-        "The result has the wrong shape: expected {form} = {expected}, got {got}.",
-        (
-            "Le résultat a la mauvaise forme : attendu {form} = {expected}, obtenu "
-            "{got}."
-        ),
-    ),
-    (
-        (
-            "The gradient of {name} has the wrong shape: expected {form} = "
-            "{expected}, got {got}."
-        ),
-        (
-            "Le gradient de {name} a la mauvaise forme : attendu {form} = "
-            "{expected}, obtenu {got}."
-        ),
-    ),
-    (
-        "The output contains NaN, first at index {index} (expected {value}).",
-        "La sortie contient NaN, d'abord à l'indice {index} (attendu {value}).",
-    ),
-    (
-        "The weights contain NaN, first at index {index} (expected {value}).",
-        "Les poids contiennent NaN, d'abord à l'indice {index} (attendu {value}).",
-    ),
-    (
-        "The result contains NaN, first at index {index} (expected {value}).",
-        "Le résultat contient NaN, d'abord à l'indice {index} (attendu {value}).",
-    ),
-    (
-        (
-            "The gradient of {name} contains NaN, first at index {index} (expected "
-            "{value})."
-        ),
-        (
-            "Le gradient de {name} contient NaN, d'abord à l'indice {index} (attendu "
-            "{value})."
-        ),
-    ),
-    ("The output is wrong: {gap}", "La sortie est fausse : {gap}"),
-    ("The weights are wrong: {gap}", "Les poids sont faux : {gap}"),
-    ("The result is wrong: {gap}", "Le résultat est faux : {gap}"),
-    (
-        "The gradient of {name} is wrong: {gap}",
-        "Le gradient de {name} est faux : {gap}",
-    ),
-    (
-        (
-            "the largest difference is {gap}, at index {index} (expected {expected}, "
-            "got {got})."
-        ),
-        (
-            "le plus grand écart est {gap}, à l'indice {index} (attendu {expected}, "
-            "obtenu {got})."
-        ),
-    ),
-    (
-        "{checker}: case {number} of {total} failed: {name}.",
-        "{checker} : le cas {number} sur {total} a échoué : {name}.",
-    ),
-    ("Called: {called}.", "Appel : {called}."),
-    ("Hint: {hint}", "Indice : {hint}"),
-    ("Your function", "Votre fonction"),
-    ("Your forward", "Votre forward"),
-    (
-        "{what} raised {error} Its traceback is above this message.",
-        "{what} a levé {error} Sa pile d'appels est au-dessus de ce message.",
-    ),
-    (
-        (
-            "{what} changed its input {name} in place (with an operation such as /=, "
-            "+=, masked_fill_ or a slice assignment)."
-        ),
-        (
-            "{what} a modifié son entrée {name} sur place (avec une opération comme "
-            "/=, +=, masked_fill_ ou une affectation à une tranche)."
-        ),
-    ),
-    (
-        (
-            "Leave the inputs as they are: compute new tensors, as in scores = query "
-            "@ key.transpose(-2, -1)."
-        ),
-        (
-            "Laissez les entrées telles quelles : calculez de nouveaux tenseurs, "
-            "comme dans scores = query @ key.transpose(-2, -1)."
-        ),
-    ),
-    ("a {type} of {n} items ({shapes})", "un {type} de {n} éléments ({shapes})"),
-    ("a {type}", "un {type}"),
-    ("Did you forget the return statement?", "Avez-vous oublié l'instruction return ?"),
-    (
-        (
-            "{what} returned {got}. Expected a tensor (the output) or a pair "
-            "(output, weights) of tensors."
-        ),
-        (
-            "{what} a renvoyé {got}. Attendu : un tenseur (la sortie) ou une paire "
-            "de tenseurs (output, weights)."
-        ),
-    ),
-    (
-        "masks must be True or False, got {masks}",
-        "`masks` doit valoir `True` ou `False`, reçu {masks}",
-    ),
-    (
-        ("It ran for more than {seconds} seconds without returning, and was stopped."),
-        (
-            "Le code a tourné plus de {seconds} secondes sans rendre la main, et a "
-            "été arrêté."
-        ),
-    ),
-    (
-        (
-            "Look for a loop that never ends: a while loop whose condition never "
-            "becomes false, or a counter never incremented. A correct function takes "
-            "well under a second."
-        ),
-        (
-            "Cherchez une boucle qui ne finit jamais : une boucle while dont la "
-            "condition ne devient jamais fausse, ou un compteur jamais incrémenté. "
-            "Une fonction correcte prend bien moins d'une seconde."
-        ),
-    ),
-    ("Ev, the size of each value", "Ev, la taille de chaque valeur"),
-    ("S, the number of keys", "S, le nombre de clés"),
-    ("L, the number of queries", "L, le nombre de requêtes"),
-    (
-        (
-            "Your {what} asks for an argument that the call did not give. If it is "
-            "the mask, give it the default None, as in {signature}: the cases "
-            "without a mask call it without one."
-        ),
-        (
-            "Votre {what} demande un argument que l'appel n'a pas donné. Si c'est "
-            "le masque, donnez-lui la valeur par défaut None, comme dans "
-            "{signature} : les cas sans masque l'appellent sans masque."
-        ),
-    ),
-    (
-        (
-            "Your output matches the attention weights: did you return (weights, "
-            "output)? Return the output first: return output, weights."
-        ),
-        (
-            "Votre sortie correspond aux poids d'attention : avez-vous renvoyé "
-            "(weights, output) ? Renvoyez d'abord la sortie : return output, "
-            "weights."
-        ),
-    ),
-    ("function", "fonction"),
-    ("forward", "forward"),
-    ("fourth", "quatrième"),
-    ("second", "deuxième"),
-    (
-        "fn must be your function, as in {checker}({example}); got {fn}",
-        "fn doit être votre fonction, comme dans {checker}({example}) ; reçu {fn}",
-    ),
-    (
-        (
-            "cls must be your class, not a module built from it: call "
-            "{checker}({name}); got an instance of {name}"
-        ),
-        (
-            "cls doit être votre classe, pas un module construit à partir d'elle : "
-            "appelez {checker}({name}) ; reçu une instance de {name}"
-        ),
-    ),
-    (
-        "cls must be your class, as in {checker}({example}); got {cls}",
-        "cls doit être votre classe, comme dans {checker}({example}) ; reçu {cls}",
-    ),
-    (
-        (
-            "Creating your module with {call} raised {error} Its traceback is above "
-            "this message."
-        ),
-        (
-            "Créer votre module avec {call} a levé {error} Sa pile d'appels est "
-            "au-dessus de ce message."
-        ),
-    ),
-    (
-        (
-            "{call} gave a {type}, not a torch.nn.Module. Make your class a subclass "
-            "of nn.Module."
-        ),
-        (
-            "{call} a donné un {type}, pas un torch.nn.Module. Faites de votre "
-            "classe une sous-classe de nn.Module."
-        ),
-    ),
-    ("{first} and {last}", "{first} et {last}"),
-    ("none", "aucun"),
-    (
-        (
-            "{checker} gives your module and the reference the same weights, so it "
-            "needs the projections as nn.Linear(embed_dim, embed_dim) attributes "
-            "named {needed}, as in qkv.{reference}. Your module has no nn.Linear "
-            "named {name} (its nn.Linear attributes: {have})."
-        ),
-        (
-            "{checker} donne à votre module et à la référence les mêmes poids : il "
-            "lui faut donc les projections comme attributs nn.Linear(embed_dim, "
-            "embed_dim) nommés {needed}, comme dans qkv.{reference}. Votre module "
-            "n'a pas de nn.Linear nommé {name} (ses attributs nn.Linear : {have})."
-        ),
-    ),
-    (
-        (
-            "Your {name} is nn.Linear({inputs}, {outputs}); with embed_dim={dim} it "
-            "must be nn.Linear({dim}, {dim}): every projection maps D numbers to D."
-        ),
-        (
-            "Votre {name} est nn.Linear({inputs}, {outputs}) ; avec embed_dim={dim}, "
-            "il doit être nn.Linear({dim}, {dim}) : chaque projection envoie D "
-            "nombres sur D."
-        ),
-    ),
-    (
-        (
-            "Your module has parameters that the reference does not have: {extra}. "
-            "The checker sets only {names}; the result must come from those alone."
-        ),
-        (
-            "Votre module a des paramètres que la référence n'a pas : {extra}. Le "
-            "vérificateur ne fixe que {names} ; le résultat doit venir d'eux seuls."
-        ),
-    ),
-    (
-        (
-            "No gradient can flow back through the output (its requires_grad is "
-            "False), so nothing before it could be trained."
-        ),
-        (
-            "Aucun gradient ne peut remonter à travers la sortie (son requires_grad "
-            "vaut False) : rien de ce qui la précède ne pourrait être entraîné."
-        ),
-    ),
-    (
-        (
-            "No gradient reached {name}: it does not take part in computing the "
-            "output, or the path from it was cut."
-        ),
-        (
-            "Aucun gradient n'a atteint {name} : il ne participe pas au calcul de la "
-            "sortie, ou le chemin qui en part a été coupé."
-        ),
-    ),
-    ("{function}({names}) with {shapes}", "`{function}({names})` avec {shapes}"),
-    ("{name} {shape}", "`{name}` {shape}"),  # an argument of the call, its shape
-    (
-        ", with requires_grad=True, then backward()",
-        ", avec requires_grad=True, puis backward()",
-    ),
-    (
-        (
-            "Your function returned a pair ({first}, {second}). Expected one tensor, "
-            "shape (..., H, T, E)."
-        ),
-        (
-            "Votre fonction a renvoyé une paire ({first}, {second}). Attendu : un "
-            "seul tenseur, de forme (..., H, T, E)."
-        ),
-    ),
-    (
-        (
-            "Head {h} is wrong: it should hold x[..., :, {start}:{stop}], the "
-            "features {start} to {last} of every position. Over the whole result, "
-            "{gap}"
-        ),
-        (
-            "La tête {h} est fausse : elle devrait contenir x[..., :, "
-            "{start}:{stop}], les composantes {start} à {last} de chaque position. "
-            "Sur tout le résultat, {gap}"
-        ),
-    ),
-    (
-        "2-D inputs, 4 queries and 4 keys (L = S)",
-        "entrées 2-D, 4 requêtes et 4 clés (L = S)",
-    ),
-    (
-        "cross-attention: 3 queries, 6 keys (L != S)",
-        "attention croisée : 3 requêtes, 6 clés (L != S)",
-    ),
-    (
-        (
-            "Your code passed with 4 queries, 4 keys and d_k = 8 but not with 3 "
-            "queries, 6 keys and d_k = 6. Does it use a size typed by hand (such as "
-            "sqrt(8)) instead of query.shape[-1], or mix up L and S? The weights are "
-            "(..., L, S): one row per query."
-        ),
-        (
-            "Votre code passait avec 4 requêtes, 4 clés et d_k = 8, mais pas avec 3 "
-            "requêtes, 6 clés et d_k = 6. Utilise-t-il une taille tapée à la main "
-            "(comme sqrt(8)) au lieu de query.shape[-1], ou confond-il L et S ? Les "
-            "poids sont (..., L, S) : une ligne par requête."
-        ),
-    ),
-    (
-        "values of another size than keys (Ev = 5, E = 4)",
-        "des valeurs d'une autre taille que les clés (Ev = 5, E = 4)",
-    ),
-    (
-        (
-            "Your code passed while the values had the size of the keys, but not "
-            "with Ev = 5 and E = 4. d_k is query.shape[-1], and the output has the "
-            "size of the values, (..., L, Ev)."
-        ),
-        (
-            "Votre code passait quand les valeurs avaient la taille des clés, mais "
-            "pas avec Ev = 5 et E = 4. d_k est query.shape[-1], et la sortie a la "
-            "taille des valeurs, (..., L, Ev)."
-        ),
-    ),
-    ("one batch dim (B = 2)", "une dimension de lot (B = 2)"),
-    ("two batch dims (2, 3)", "deux dimensions de lot (2, 3)"),
-    (
-        "gradients reach query, key and value",
-        "les gradients atteignent `query`, `key` et `value`",
-    ),
-    (
-        "a bool mask (L, S) shared by the batch",
-        "un masque booléen (L, S) commun au lot",
-    ),
-    ("a causal mask (L, L)", "un masque causal (L, L)"),
-    (
-        "a padding mask (B, 1, S): 6 and 3 real keys",
-        "un masque de remplissage (B, 1, S) : 6 et 3 vraies clés",
-    ),
-    (
-        "a query that may attend to nothing (its mask row is all False)",
-        (
-            "une requête qui ne peut rien regarder (sa ligne du masque est "
-            "entièrement False)"
-        ),
-    ),
-    (
-        "a batch of 2 sequences of 5 vectors, (B, T, D) = (2, 5, 8)",
-        "un lot de 2 séquences de 5 vecteurs, (B, T, D) = (2, 5, 8)",
-    ),
-    (
-        "one sequence, no batch dim, (T, D) = (5, 8)",
-        "une séquence, sans dimension de lot, (T, D) = (5, 8)",
-    ),
-    (
-        "two batch dims, (2, 3, T, D) = (2, 3, 4, 8)",
-        "deux dimensions de lot, (2, 3, T, D) = (2, 3, 4, 8)",
-    ),
-    ("another size: embed_dim = 6", "une autre taille : embed_dim = 6"),
-    (
-        (
-            "Your code passed with embed_dim = 8 but not with 6. Does it use a size "
-            "typed by hand instead of embed_dim or x.shape[-1]?"
-        ),
-        (
-            "Votre code passait avec embed_dim = 8, mais pas avec 6. Utilise-t-il "
-            "une taille tapée à la main au lieu de embed_dim ou de x.shape[-1] ?"
-        ),
-    ),
-    ("gradients reach W_q, W_k and W_v", "les gradients atteignent W_q, W_k et W_v"),
-    (
-        "a bool mask (T, T) shared by the batch",
-        "un masque booléen (T, T) commun au lot",
-    ),
-    ("a causal mask (T, T)", "un masque causal (T, T)"),
-    (
-        "a padding mask (B, 1, T): 5 and 3 real positions",
-        "un masque de remplissage (B, 1, T) : 5 et 3 vraies positions",
-    ),
-    (
-        "a position that may attend to nothing (its mask row is all False)",
-        (
-            "une position qui ne peut rien regarder (sa ligne du masque est "
-            "entièrement False)"
-        ),
-    ),
-    (
-        "a batch (B, T, D) = (2, 6, 12) cut into 3 heads",
-        "un lot (B, T, D) = (2, 6, 12) découpé en 3 têtes",
-    ),
-    (
-        "no batch dim: (T, D) = (6, 12), 3 heads",
-        "sans dimension de lot : (T, D) = (6, 12), 3 têtes",
-    ),
-    (
-        "two batch dims: (2, 3, 6, 12), 4 heads",
-        "deux dimensions de lot : (2, 3, 6, 12), 4 têtes",
-    ),
-    ("one head: (2, 6, 12), 1 head", "une tête : (2, 6, 12), 1 tête"),
-    (
-        "one feature per head: (2, 5, 6), 6 heads",
-        "une composante par tête : (2, 5, 6), 6 têtes",
-    ),
-    (
-        "self-attention on a batch, (B, T, D) = (2, 5, 12), 3 heads",
-        "auto-attention sur un lot, (B, T, D) = (2, 5, 12), 3 têtes",
-    ),
-    (
-        "no batch dim, (T, D) = (5, 12), 3 heads",
-        "sans dimension de lot, (T, D) = (5, 12), 3 têtes",
-    ),
-    (
-        "two batch dims, (2, 3, T, D) = (2, 3, 4, 12), 3 heads",
-        "deux dimensions de lot, (2, 3, T, D) = (2, 3, 4, 12), 3 têtes",
-    ),
-    (
-        "cross-attention: 4 queries, 6 keys and values (L != S)",
-        "attention croisée : 4 requêtes, 6 clés et valeurs (L != S)",
-    ),
-    (
-        (
-            "Your code passed for self-attention but not with 4 queries and 6 keys. "
-            "Are the keys and values projected from the key and value arguments, and "
-            "are the scores (..., H, L, S), one row per query?"
-        ),
-        (
-            "Votre code passait en auto-attention, mais pas avec 4 requêtes et 6 "
-            "clés. Les clés et les valeurs sont-elles projetées à partir des "
-            "arguments `key` et `value`, et les scores sont-ils (..., H, L, S), une "
-            "ligne par requête ?"
-        ),
-    ),
-    (
-        "key and value are different tensors",
-        "`key` et `value` sont des tenseurs différents",
-    ),
-    (
-        "another size: embed_dim = 8, num_heads = 4",
-        "une autre taille : embed_dim = 8, num_heads = 4",
-    ),
-    (
-        (
-            "Your code passed with embed_dim = 12 and num_heads = 3 but not with 8 "
-            "and 4. Does it use a number typed by hand instead of embed_dim, "
-            "num_heads or the head size embed_dim // num_heads?"
-        ),
-        (
-            "Votre code passait avec embed_dim = 12 et num_heads = 3, mais pas avec "
-            "8 et 4. Utilise-t-il un nombre tapé à la main au lieu de embed_dim, de "
-            "num_heads ou de la taille de tête embed_dim // num_heads ?"
-        ),
-    ),
-    (
-        "gradients reach W_q, W_k, W_v and W_o",
-        "les gradients atteignent W_q, W_k, W_v et W_o",
-    ),
-    (
-        "a bool mask (L, S) shared by the batch and the heads",
-        "un masque booléen (L, S) commun au lot et aux têtes",
-    ),
-    (
-        "a padding mask (B, 1, 1, S): 6 and 3 real keys",
-        "un masque de remplissage (B, 1, 1, S) : 6 et 3 vraies clés",
-    ),
-    ("its", "la sienne"),
-)
-_FRENCH = dict(_FRENCH_PAIRS)
-#: The messages of the checkers, per language (:func:`qkv.language.text`).
-MESSAGES = {"en": {english: english for english in _FRENCH}, "fr": _FRENCH}

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from qkv.attention import MultiHeadAttention, concat_heads, split_heads
-from qkv.language import text
+from qkv.language import pgettext
 from qkv.validate import check_int
 
 __all__ = [
@@ -74,13 +74,6 @@ def _check_scheme(scheme: str) -> None:
         raise ValueError(f"scheme must be one of {DECODE_SCHEMES}, got {scheme!r}")
 
 
-#: What a reader sees for each scheme, per language (:func:`scheme_label`).
-SCHEME_LABELS = {
-    "en": {scheme: scheme for scheme in DECODE_SCHEMES},
-    "fr": {"recompute": "recalculer", "reproject": "reprojeter", "cache": "cache"},
-}
-
-
 def scheme_label(scheme: str) -> str:
     """The name of ``scheme`` (one of :data:`DECODE_SCHEMES`) a table or a
     figure shows, in the current language (:func:`qkv.set_language`): the
@@ -90,7 +83,11 @@ def scheme_label(scheme: str) -> str:
         ValueError: if ``scheme`` is not one of :data:`DECODE_SCHEMES`.
     """
     _check_scheme(scheme)
-    return text(SCHEME_LABELS, scheme)
+    if scheme == "recompute":
+        return pgettext("decode scheme", "recompute")
+    if scheme == "reproject":
+        return pgettext("decode scheme", "reproject")
+    return pgettext("decode scheme", "cache")
 
 
 def decode_multiply_adds(

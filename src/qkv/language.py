@@ -7,9 +7,15 @@ and the argument errors. Code identifiers never change.
 
 * :func:`set_language` and :func:`get_language`; the first language comes from
   the environment variable ``QKV_LANGUAGE`` (default ``"en"``).
-* :func:`text`: a label looked up in an ``{"en": {...}, "fr": {...}}`` table. A
-  key missing in the current language raises ``LookupError``: a page never
-  falls back to English silently.
+* :func:`gettext` (also ``_``) and :func:`pgettext`: a message in the current
+  language, from ``qkv``'s gettext catalogue
+  (``qkv/locale/<language>/LC_MESSAGES/qkv.po``, compiled beside it as
+  ``qkv.mo``, which ships in the package). The English text is the message;
+  a context tells apart one English word that needs two translations. A
+  message missing from the catalogue raises ``LookupError``: a page never
+  falls back to English silently. :func:`N_` marks a message where it is
+  written (a table of labels) for the extraction, to be translated where it
+  is shown.
 * :func:`format_number` and :func:`localise`: numbers the language's way. In
   French: a decimal comma, thousands grouped by a narrow no-break space
   (U+202F), a narrow no-break space before ``%``, the exponent of scientific
@@ -21,19 +27,25 @@ and the argument errors. Code identifiers never change.
 
 from __future__ import annotations
 
+import functools
+import gettext as _gettext
 import os
 import re
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
 __all__ = [
     "LANGUAGES",
+    "N_",
     "format_number",
     "get_language",
+    "gettext",
     "language_from_environment",
     "localise",
     "on_change",
+    "pgettext",
     "set_language",
-    "text",
+    "translated",
 ]
 
 #: The languages of the book's editions.
@@ -84,18 +96,91 @@ def on_change(hook: Callable[[str], None]) -> None:
     hook(_language)
 
 
-def text(table: Mapping[str, Mapping[str, str]], key: str) -> str:
-    """``table[language][key]`` in the current language.
+#: The folder of ``qkv``'s catalogues: ``<language>/LC_MESSAGES/qkv.po`` (and
+#: the compiled ``qkv.mo`` beside it), Sphinx's own layout.
+LOCALE_DIR = Path(__file__).parent / "locale"
+#: The gettext domain of ``qkv``'s messages.
+DOMAIN = "qkv"
+
+
+class _Missing(_gettext.NullTranslations):
+    """The last fallback of a catalogue: a message it lacks is an error."""
+
+    def __init__(self, language: str) -> None:
+        super().__init__()
+        self.language = language
+
+    def gettext(self, message: str) -> str:
+        raise LookupError(
+            f"no {self.language!r} translation of the message {message!r} in "
+            f"{LOCALE_DIR / self.language / 'LC_MESSAGES' / (DOMAIN + '.po')}"
+        )
+
+    def pgettext(self, context: str, message: str) -> str:
+        raise LookupError(
+            f"no {self.language!r} translation of the message {message!r} "
+            f"(context {context!r}) in "
+            f"{LOCALE_DIR / self.language / 'LC_MESSAGES' / (DOMAIN + '.po')}"
+        )
+
+
+@functools.cache
+def translations(language: str) -> _gettext.NullTranslations:
+    """``qkv``'s catalogue for ``language``: none for English (its messages
+    are English), else the compiled ``qkv.mo``, which raises ``LookupError``
+    for a message it lacks."""
+    language = _checked("language", language)
+    if language == "en":
+        return _gettext.NullTranslations()
+    path = LOCALE_DIR / language / "LC_MESSAGES" / f"{DOMAIN}.mo"
+    with path.open("rb") as compiled:
+        catalogue = _gettext.GNUTranslations(compiled)
+    catalogue.add_fallback(_Missing(language))
+    return catalogue
+
+
+def gettext(message: str, *, language: str | None = None) -> str:
+    """``message`` (its English) in ``language``, by default the current one.
 
     Raises:
-        LookupError: if the table has no text for ``key`` in that language
-            (never a silent English fallback).
+        LookupError: if the catalogue has no translation of it (never a
+            silent English fallback).
     """
-    language = get_language()
-    try:
-        return table[language][key]
-    except KeyError:
-        raise LookupError(f"no {language!r} text for the key {key!r}") from None
+    return translations(language or _language).gettext(message)
+
+
+def pgettext(context: str, message: str, *, language: str | None = None) -> str:
+    """``message`` in ``language`` (by default the current one), as meant in
+    ``context``: one English word that needs two translations, or a key that
+    is not English.
+
+    Raises:
+        LookupError: if the catalogue has no translation of it.
+    """
+    return translations(language or _language).pgettext(context, message)
+
+
+#: The usual short name of :func:`gettext`.
+_ = gettext
+
+
+def translated(
+    messages: Mapping[str, str], language: str | None = None
+) -> dict[str, str]:
+    """``{key: message}`` with every message in ``language`` (by default the
+    current one): the labels a widget passes to its script.
+
+    Raises:
+        LookupError: if the catalogue lacks one of them.
+    """
+    return {key: gettext(m, language=language) for key, m in messages.items()}
+
+
+def N_(message: str) -> str:
+    """``message`` itself, marked for the extraction of the catalogue: a
+    message written in one place (a table of labels) and translated where
+    it is shown (``gettext_noop``)."""
+    return message
 
 
 #: A number as Python writes one: a sign, digits (grouped by commas or not), a

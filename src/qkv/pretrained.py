@@ -23,7 +23,8 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from qkv.language import text
+from qkv.language import N_
+from qkv.language import gettext as _
 from qkv.validate import check_int
 
 __all__ = [
@@ -35,17 +36,7 @@ __all__ = [
 ]
 
 
-_NOT_IN_SENTENCE = "token {token} is not in the sentence; its tokens are {tokens}"
-#: The messages a reader may meet, per language: English template -> text
-#: (tokens stay as Python writes them).
-MESSAGES = {
-    "en": {_NOT_IN_SENTENCE: _NOT_IN_SENTENCE},
-    "fr": {
-        _NOT_IN_SENTENCE: (
-            "le token {token} n’est pas dans la phrase\u202f; ses tokens sont {tokens}"
-        )
-    },
-}
+_NOT_IN_SENTENCE = N_("token {token} is not in the sentence; its tokens are {tokens}")
 
 
 class ModelUnavailableError(OSError):
@@ -237,9 +228,7 @@ class AttentionMaps:
         if token.lower() in lowered:
             return lowered.index(token.lower())
         raise ValueError(
-            text(MESSAGES, _NOT_IN_SENTENCE).format(
-                token=repr(token), tokens=self.tokens
-            )
+            _(_NOT_IN_SENTENCE).format(token=repr(token), tokens=self.tokens)
         )
 
 

@@ -17,7 +17,7 @@ import numbers
 import torch
 from torch import Generator, Tensor
 
-from qkv.language import text
+from qkv.language import gettext as _
 
 __all__ = [
     "broadcast_shapes",
@@ -33,123 +33,10 @@ __all__ = [
 ]
 
 
-#: The messages of these checks, per language: English template -> text.
-_FRENCH = {
-    "{name} must be an int >= {minimum}, got {value} of type {type}": (
-        "`{name}` doit être un `int` >= {minimum}, reçu {value} de type {type}"
-    ),
-    "{name} must be an int >= {minimum}, got {value}": (
-        "`{name}` doit être un `int` >= {minimum}, reçu {value}"
-    ),
-    "{name} must be a finite number > 0, got {value}": (
-        "`{name}` doit être un nombre fini > 0, reçu {value}"
-    ),
-    "{name} must be a probability p with 0 <= p < 1, got {value}": (
-        "`{name}` doit être une probabilité p avec 0 <= p < 1, reçu {value}"
-    ),
-    "{name} must be True or False, got {value} of type {type}": (
-        "`{name}` doit valoir `True` ou `False`, reçu {value} de type {type}"
-    ),
-    "{name} must be a torch.Tensor, got {type}": (
-        "`{name}` doit être un `torch.Tensor`, reçu {type}"
-    ),
-    "{name} must have at least {rank} dimensions, got shape {shape}": (
-        "`{name}` doit avoir au moins {rank} dimensions, reçu la forme {shape}"
-    ),
-    "{name} must be a floating tensor, got dtype {dtype}": (
-        "`{name}` doit être un tenseur à virgule flottante, reçu le `dtype` {dtype}"
-    ),
-    "{name} must be a torch.Generator (for example "
-    "torch.Generator().manual_seed(0)), got {value} of type {type}": (
-        "`{name}` doit être un `torch.Generator` (par exemple "
-        "`torch.Generator().manual_seed(0)`), reçu {value} de type {type}"
-    ),
-    "{name} must be an int in 0..{last}, got {value}": (
-        "`{name}` doit être un `int` dans 0..{last}, reçu {value}"
-    ),
-    "shapes {shapes} do not broadcast": (
-        "les formes {shapes} ne se diffusent pas l'une sur l'autre (broadcast)"
-    ),
-    # the shape checks of qkv.attention
-    "query, key and value must have the same dtype, got query {q}, "
-    "key {k} and value {v}": (
-        "`query`, `key` et `value` doivent avoir le même `dtype`, reçu `query` {q}, "
-        "`key` {k} et `value` {v}"
-    ),
-    "query, key and value must be on the same device, got query {q}, "
-    "key {k} and value {v}": (
-        "`query`, `key` et `value` doivent être sur le même device, reçu `query` {q}, "
-        "`key` {k} et `value` {v}"
-    ),
-    "query and key must have the same feature size (last dim), got "
-    "query {q} and key {k}": (
-        "`query` et `key` doivent avoir la même taille de vecteur (dernière "
-        "dimension), reçu `query` {q} et `key` {k}"
-    ),
-    "query and key must have a feature size (last dim) of at least 1, "
-    "got query {q} and key {k}": (
-        "`query` et `key` doivent avoir une taille de vecteur (dernière dimension) "
-        "d'au moins 1, reçu `query` {q} et `key` {k}"
-    ),
-    "value must have a feature size (last dim) of at least 1, got value {v}": (
-        "`value` doit avoir une taille de vecteur (dernière dimension) d'au "
-        "moins 1, reçu `value` {v}"
-    ),
-    "key and value must have the same length (dim -2), got key {k} and value {v}": (
-        "`key` et `value` doivent avoir la même longueur (dimension -2), reçu "
-        "`key` {k} et `value` {v}"
-    ),
-    "the batch dims of query, key and value must broadcast, got "
-    "query {q}, key {k} and value {v}": (
-        "les dimensions de lot de `query`, `key` et `value` doivent se diffuser "
-        "(broadcast), reçu `query` {q}, `key` {k} et `value` {v}"
-    ),
-    "give either attn_mask or is_causal=True, not both; got "
-    "attn_mask {shape} with is_causal=True": (
-        "donnez `attn_mask` ou `is_causal=True`, pas les deux ; reçu "
-        "attn_mask {shape} avec is_causal=True"
-    ),
-    "attn_mask must be a bool tensor (True = may attend), got {got}": (
-        "`attn_mask` doit être un tenseur booléen (`True` = peut regarder), reçu {got}"
-    ),
-    "attn_mask of shape {mask} does not broadcast to the scores "
-    "shape (..., L, S) = {scores}": (
-        "`attn_mask` de forme {mask} ne se diffuse pas à la forme des scores "
-        "(..., L, S) = {scores}"
-    ),
-    "the last dim of {name} must be embed_dim={dim}, got {name} {shape}": (
-        "la dernière dimension de `{name}` doit valoir `embed_dim={dim}`, reçu "
-        "`{name}` {shape}"
-    ),
-    "{name} has dtype {dtype} but the module's weights have dtype "
-    "{weights}: convert one of them, e.g. module.to({dtype})": (
-        "`{name}` a le `dtype` {dtype} mais les poids du module ont le `dtype` "
-        "{weights} : convertissez l'un des deux, par exemple `module.to({dtype})`"
-    ),
-    "{name} must be a long tensor of token ids of shape {shapes}, got {got}": (
-        "`{name}` doit être un tenseur d'entiers longs (des identifiants de "
-        "jetons) de forme {shapes}, reçu {got}"
-    ),
-    "{name} must be ids in [0, {vocab}), got ids from {low} to {high}": (
-        "`{name}` doit contenir des identifiants dans [0, {vocab}), reçu des "
-        "identifiants de {low} à {high}"
-    ),
-    "embed_dim={dim} must be divisible by num_heads={heads}": (
-        "`embed_dim={dim}` doit être divisible par `num_heads={heads}`"
-    ),
-    "num_kv_heads={kv} must divide num_heads={heads} (every "
-    "key/value head serves the same number of query heads)": (
-        "`num_kv_heads={kv}` doit diviser `num_heads={heads}` (chaque tête de "
-        "clés et de valeurs sert le même nombre de têtes de requêtes)"
-    ),
-}
-MESSAGES = {"en": {english: english for english in _FRENCH}, "fr": _FRENCH}
-
-
 def message(english: str, **values: object) -> str:
     """The message ``english`` in the current language, filled with ``values``
     (a key missing from :data:`MESSAGES` raises ``LookupError``)."""
-    return text(MESSAGES, english).format(**values)
+    return _(english).format(**values)
 
 
 def check_int(name: str, value: int, minimum: int) -> int:

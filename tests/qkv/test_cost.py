@@ -153,7 +153,6 @@ def test_kv_cache_grows_one_position_per_append():
 
 
 def test_scheme_labels_in_french_and_english():
-    assert cost.SCHEME_LABELS["fr"].keys() == set(DECODE_SCHEMES)
     assert [cost.scheme_label(s) for s in DECODE_SCHEMES] == list(DECODE_SCHEMES)
     try:
         qkv.set_language("fr")

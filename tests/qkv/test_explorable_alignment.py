@@ -19,9 +19,16 @@ import pytest
 import torch
 
 from qkv.experiments import translate as tr
+from qkv.language import translated
 from qkv.page import explorables
 from qkv.page.explorables.alignment import AlignmentExplorer
 from qkv.page.widgets import json_for_script
+
+
+def both(labels: dict[str, str]) -> dict[str, dict[str, str]]:
+    """The labels (English messages) in English and in French."""
+    return {lang: translated(labels, lang) for lang in ("en", "fr")}
+
 
 ROOT = Path(__file__).resolve().parents[2]
 TOLERANCE = 1e-6
@@ -103,7 +110,7 @@ def test_offline_small_and_escaped(explorer):
 
 
 def test_labels_in_english_and_french():
-    labels = AlignmentExplorer.LABELS
+    labels = both(AlignmentExplorer.LABELS)
     assert labels["en"].keys() == labels["fr"].keys()
     for key, text in labels["fr"].items():
         assert text != labels["en"][key] or key == "fig_title", key

@@ -19,9 +19,16 @@ import torch
 
 from bookbuild.tools.testing import outside_references
 from qkv.experiments import vision
+from qkv.language import translated
 from qkv.page import explorables
 from qkv.page.explorables.cls_view import ClsView
 from qkv.page.widgets import json_for_script
+
+
+def both(labels: dict[str, str]) -> dict[str, dict[str, str]]:
+    """The labels (English messages) in English and in French."""
+    return {lang: translated(labels, lang) for lang in ("en", "fr")}
+
 
 TOLERANCE = 1e-6
 N_IMAGES = 12
@@ -70,7 +77,7 @@ def test_its_numbers_are_qkvs(model_and_digits):
     assert data["classes"] == labels.tolist()
     assert torch.equal(torch.tensor(data["images"]), images.double())  # k / 16
     assert (data["digit"], data["layer"], data["head"]) == (5, 1, 2)
-    assert data["labels"]["fr"]["title"] == ClsView.LABELS["fr"]["title"]
+    assert data["labels"]["fr"]["title"] == both(ClsView.LABELS)["fr"]["title"]
 
 
 def test_the_last_layer_and_the_mean_by_default(model_and_digits):
@@ -89,7 +96,7 @@ def test_it_loads_nothing_from_outside_and_stays_small(model_and_digits):
 
 
 def test_labels_exist_in_english_and_correct_french():
-    labels = ClsView.LABELS
+    labels = both(ClsView.LABELS)
     assert set(labels) == {"en", "fr"} and set(labels["en"]) == set(labels["fr"])
     for key, text in labels["fr"].items():
         assert not FRENCH_SPACES.search(text), f"{key}: {text!r}"
@@ -203,7 +210,7 @@ def test_on_a_bare_page_the_keyboard_drives_it_and_qkv_agrees(
     try:
         page.goto(path.as_uri(), wait_until="load")
         root = page.locator(".qkv-x-cls")
-        labels = ClsView.LABELS[lang]
+        labels = both(ClsView.LABELS)[lang]
         assert labels["title"] in root.locator(".qkv-w-live").inner_text()
         assert labels["keys"] in root.inner_text()
         classes = view.labels.tolist()

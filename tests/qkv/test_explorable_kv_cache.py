@@ -14,9 +14,16 @@ import pytest
 
 import qkv
 from qkv.cost import kv_cache_bytes
+from qkv.language import translated
 from qkv.page.explorables import kv_cache_calculator
 from qkv.page.explorables.kv_cache import LIMITS, KVCacheCalculator, cache_sizes
 from qkv.page.glue import human_bytes
+
+
+def both(labels: dict[str, str]) -> dict[str, dict[str, str]]:
+    """The labels (English messages) in English and in French."""
+    return {lang: translated(labels, lang) for lang in ("en", "fr")}
+
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -154,7 +161,7 @@ def test_static_figure_and_alt(lang):
 
 
 def test_labels_in_both_languages():
-    labels = KVCacheCalculator.LABELS
+    labels = both(KVCacheCalculator.LABELS)
     assert labels["en"].keys() == labels["fr"].keys()
     for key, english in labels["en"].items():
         assert set(re.findall(r"\{\w+\}", english)) == set(

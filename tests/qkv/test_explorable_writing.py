@@ -15,8 +15,15 @@ import pytest
 import torch
 
 from qkv.experiments.writer import Writer, generate
+from qkv.language import translated
 from qkv.page.explorables import write_live
 from qkv.page.explorables.writing import WriteLive, visible, weights_from_data
+
+
+def both(labels: dict[str, str]) -> dict[str, dict[str, str]]:
+    """The labels (English messages) in English and in French."""
+    return {lang: translated(labels, lang) for lang in ("en", "fr")}
+
 
 VOCABULARY = [chr(c) for c in range(32, 127)] + ["\n", "é", "à", "«", "»"]
 PROMPT = "The model writes"
@@ -98,7 +105,7 @@ def test_a_model_of_about_100k_parameters_fits_in_a_page_under_1_mb():
 
 
 def test_labels_exist_in_both_languages_and_french_typography():
-    labels = WriteLive.LABELS
+    labels = both(WriteLive.LABELS)
     assert set(labels) == {"en", "fr"} and set(labels["en"]) == set(labels["fr"])
     french_spaces = re.compile(r"[^\u00a0\u202f][:;?!](?:\s|$)|«[^\u00a0]|[^\u00a0]»")
     for key, text in labels["fr"].items():

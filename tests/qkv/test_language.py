@@ -12,6 +12,7 @@ import re
 import subprocess
 import sys
 import types
+from pathlib import Path
 
 import matplotlib
 import pytest
@@ -23,8 +24,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib import ticker  # noqa: E402
 
 import qkv  # noqa: E402
+from bookbuild.i18n.domains import messages_of  # noqa: E402
 from qkv import language  # noqa: E402
-from qkv.language import NNBSP, format_number, text  # noqa: E402
+from qkv.language import NNBSP, format_number, gettext, pgettext  # noqa: E402
 from qkv.page import diagrams, glue, plot  # noqa: E402
 
 
@@ -92,13 +94,30 @@ def test_a_fresh_process_starts_in_the_language_of_the_environment():
     assert out.stdout.strip() == "fr", out.stderr
 
 
-def test_a_missing_french_label_raises_never_falls_back_to_english():
-    table = {"en": {"query": "query", "key": "key"}, "fr": {"query": "requête"}}
-    assert text(table, "key") == "key"
+def test_a_missing_french_message_raises_never_falls_back_to_english():
+    assert gettext("no such message") == "no such message"  # English: itself
     qkv.set_language("fr")
-    assert text(table, "query") == "requête"
-    with pytest.raises(LookupError, match=r"'fr'.*'key'"):
-        text(table, "key")
+    assert gettext("query") == "requête"
+    assert pgettext("decode scheme", "recompute") == "recalculer"
+    with pytest.raises(LookupError, match=r"'fr'.*'no such message'.*qkv\.po"):
+        gettext("no such message")
+    with pytest.raises(LookupError, match=r"'fr'.*'none'.*'no such context'"):
+        pgettext("no such context", "none")
+    assert gettext("key", language="en") == "key"  # another language, asked
+
+
+def test_qkv_speaks_french_with_nothing_but_its_package_files():
+    """The compiled catalogue ships in the package (package data), read
+    through the package's own folder: a fresh process, French, no book."""
+    code = (
+        "import qkv; from qkv.cost import scheme_label; "
+        "print(scheme_label('recompute'))"
+    )
+    env = {"QKV_LANGUAGE": "fr", "PATH": "/usr/bin:/bin"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True
+    )
+    assert out.stdout.strip() == "recalculer", out.stderr
 
 
 def test_numbers_the_language_s_way():
@@ -199,6 +218,11 @@ ENGLISH_SVG = {
     ),
     "axes": "70eb874862302e1986eeea7e741ff34af11b5f045a7b80bf4f94955cd05c48ae",
 }
+#: The messages the diagrams write (read from their source, as the catalogue's
+#: extraction does).
+DIAGRAM_MESSAGES = sorted(
+    {m for _, _, m in messages_of(Path(diagrams.__file__), frozenset({"_", "_t"}))}
+)
 DIAGRAMS = [
     "qkv_projections",
     "multi_head",
@@ -238,9 +262,9 @@ def test_each_diagram_in_french_and_in_english_unchanged(name, book_style):
     qkv.set_language("fr")
     drawn = "\n".join(texts(draw()))
     pairs = [
-        (en, diagrams.LABELS["fr"][en])
-        for en in diagrams.LABELS["en"]
-        if diagrams.LABELS["fr"][en] != en
+        (en, gettext(en, language="fr"))
+        for en in DIAGRAM_MESSAGES
+        if gettext(en, language="fr") != en
     ]
     used = [(en, fr) for en, fr in pairs if fr.split("\n")[0] in drawn]
     assert used, f"no French label in {name}: {drawn!r}"
@@ -309,7 +333,7 @@ def no_scaling(query, key, value, attn_mask=None):
 
 
 def test_a_checker_fails_in_french_with_a_french_hint():
-    from qkv.check import MESSAGES, check_scaled_dot_product_attention
+    from qkv.check import check_scaled_dot_product_attention
 
     with pytest.raises(AssertionError) as english:
         check_scaled_dot_product_attention(no_scaling, masks=False)
@@ -324,7 +348,6 @@ def test_a_checker_fails_in_french_with_a_french_hint():
     for word in ("failed", "Hint", "Called", "Your result", "largest difference"):
         assert word not in french
     assert re.search(r"\d,\d{4}", french) and not re.search(r"\d\.\d{4}", french)
-    assert MESSAGES["en"].keys() == MESSAGES["fr"].keys()
 
 
 def test_every_checker_text_has_its_french():
@@ -334,7 +357,7 @@ def test_every_checker_text_has_its_french():
     said += list(check._BATCH_DIMS.values())
     assert len(said) > 30
     for text_ in said:
-        assert text_.english in check.MESSAGES["fr"], text_.english
+        assert gettext(text_.english, language="fr") != text_.english, text_.english
 
 
 def test_argument_errors_in_french():
@@ -351,3 +374,31 @@ def test_argument_errors_in_french():
     qkv.set_language("en")
     with pytest.raises(ValueError, match="num_heads must be an int >= 1, got 0"):
         qkv.split_heads(torch.zeros(2, 4), 0)
+
+
+@pytest.mark.slow
+def test_the_wheel_of_qkv_holds_its_compiled_catalogue(tmp_path):
+    """``pip install qkv`` gets the .mo it reads in French (package data), from
+    a copy of the sources (the build leaves nothing in the repository)."""
+    import shutil
+    import zipfile
+
+    root = Path(__file__).resolve().parents[2]
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(root / name, tmp_path / name)
+    shutil.copytree(
+        root / "src" / "qkv",
+        tmp_path / "src" / "qkv",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", ".", "--no-deps"]
+        + ["--no-build-isolation", "-q", "-w", str(tmp_path / "dist")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    (wheel,) = (tmp_path / "dist").glob("qkv-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "qkv/locale/fr/LC_MESSAGES/qkv.mo" in names, names

@@ -424,8 +424,6 @@ def test_a_missing_token_is_named_in_the_language_of_the_page():
     maps = AttentionMaps(
         ["[CLS]", "pi", "##ka", "[SEP]"], torch.full((1, 1, 4, 4), 0.25)
     )
-    assert set(pretrained.MESSAGES["fr"]) == set(pretrained.MESSAGES["en"])
-    assert all(key == text for key, text in pretrained.MESSAGES["en"].items())
     try:
         with pytest.raises(ValueError, match="'pikachu' is not in the sentence"):
             maps.index("pikachu")

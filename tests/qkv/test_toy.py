@@ -493,7 +493,7 @@ def test_labels_name_every_rule_model_and_role_in_both_languages():
             "nearest noun",  # also the extra key of slot_attention
         }
     )
-    assert set(names) == set(toy.DISPLAY_LABELS["fr"])
+    assert set(names) == set(toy.DISPLAY_NAMES)
     try:
         assert [toy.label(name) for name in names] == names  # English: the key
         qkv.set_language("fr")

@@ -40,7 +40,7 @@ from qkv.attention import (
     tiled_attention,
 )
 from qkv.cost import DECODE_SCHEMES, decode, default_clock
-from qkv.language import text
+from qkv.language import N_, gettext
 from qkv.validate import check_int
 
 __all__ = [
@@ -90,17 +90,14 @@ def cache_bytes(level: int) -> int | None:
 
 
 #: The names of the clocks, per language (:func:`clock_name`).
-CLOCK_NAMES = {
-    "en": {"CPU time": "CPU time", "wall-clock time": "wall-clock time"},
-    "fr": {"CPU time": "temps CPU", "wall-clock time": "temps d'horloge murale"},
-}
+CLOCK_NAMES = (N_("CPU time"), N_("wall-clock time"))
 
 
 def clock_name(clock: Callable[[], float]) -> str:
     """``"CPU time"`` for ``time.process_time``, ``"wall-clock time"`` otherwise,
     in the current language (:func:`qkv.set_language`; French: ``"temps CPU"``)."""
     name = "CPU time" if clock is time.process_time else "wall-clock time"
-    return text(CLOCK_NAMES, name)
+    return gettext(name)
 
 
 def _rotations(count: int, rounds: int) -> list[list[int]]:
@@ -209,20 +206,9 @@ def _qkv_tiled(q: Tensor, k: Tensor, v: Tensor) -> Tensor:
 
 #: The implementations the chapter compares, by name.
 IMPLEMENTATIONS: dict[str, Callable[[Tensor, Tensor, Tensor], Tensor]] = {
-    "qkv (naive)": _qkv_naive,
-    "torch (fused)": _torch_fused,
-    "qkv tiled": _qkv_tiled,
-}
-
-#: What a reader sees for each implementation, per language
-#: (:func:`implementation_label`).
-IMPLEMENTATION_LABELS = {
-    "en": {name: name for name in IMPLEMENTATIONS},
-    "fr": {
-        "qkv (naive)": "qkv (naïve)",
-        "torch (fused)": "torch (fusionnée)",
-        "qkv tiled": "qkv par tuiles",
-    },
+    N_("qkv (naive)"): _qkv_naive,
+    N_("torch (fused)"): _torch_fused,
+    N_("qkv tiled"): _qkv_tiled,
 }
 
 
@@ -237,7 +223,7 @@ def implementation_label(name: str) -> str:
     """
     if name not in IMPLEMENTATIONS:
         raise ValueError(f"name must be one of {list(IMPLEMENTATIONS)}, got {name!r}")
-    return text(IMPLEMENTATION_LABELS, name)
+    return gettext(name)
 
 
 def _status_bytes(field: str) -> int:

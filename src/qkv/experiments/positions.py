@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor, nn
 
-from qkv.language import text
+from qkv.language import N_, gettext, pgettext
 from qkv.positions import ENCODINGS, PositionalAttention
 from qkv.transformer import TransformerBlock, sinusoidal_positions
 from qkv.validate import check_generator, check_int
@@ -32,20 +32,11 @@ __all__ = [
 
 #: What a reader sees for each encoding of :data:`ENCODINGS`, per language.
 LABELS = {
-    "en": {
-        "none": "none",
-        "learned": "learned table",
-        "sinusoidal": "sinusoidal codes",
-        "rope": "RoPE",
-        "alibi": "ALiBi",
-    },
-    "fr": {
-        "none": "aucune",
-        "learned": "table apprise",
-        "sinusoidal": "codes sinusoïdaux",
-        "rope": "RoPE",
-        "alibi": "ALiBi",
-    },
+    "none": "none",  # pgettext("positional encoding", "none") in label()
+    "learned": N_("learned table"),
+    "sinusoidal": N_("sinusoidal codes"),
+    "rope": N_("RoPE"),
+    "alibi": N_("ALiBi"),
 }
 
 
@@ -58,7 +49,9 @@ def label(encoding: str) -> str:
     """
     if encoding not in ENCODINGS:
         raise ValueError(f"encoding must be one of {ENCODINGS}, got {encoding!r}")
-    return text(LABELS, encoding)
+    if encoding == "none":
+        return pgettext("positional encoding", "none")
+    return gettext(LABELS[encoding])
 
 
 class PositionModel(nn.Module):

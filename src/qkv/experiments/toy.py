@@ -52,7 +52,8 @@ import torch
 from torch import Tensor, nn
 
 from qkv.attention import MultiHeadAttention, scaled_dot_product_attention
-from qkv.language import text
+from qkv.language import N_
+from qkv.language import gettext as _
 
 #: Animals, by gender: the subject and the other animals of a sentence.
 ANIMALS_F = ("souris", "chatte", "poule", "vache", "chèvre", "jument")
@@ -663,33 +664,28 @@ MODEL_BASELINES = {
 }
 
 
-#: What a reader sees for each name of a rule, a model baseline and a role
-#: (the keys of :func:`rule_baselines`, :data:`MODEL_BASELINES` and
-#: :func:`slot_attention`), per language: the English label is the name.
-_FRENCH_LABELS = {
-    "majority class": "classe majoritaire",
-    "nearest noun": "nom le plus proche",
-    "nearest animal": "animal le plus proche",
-    "opposite of the nearest animal": "opposé à celui de l’animal le plus proche",
-    "majority gender of the nouns": "genre majoritaire des noms",
-    "best bag of words": "meilleur sac de mots",
-    "first animal": "premier animal",
-    "no positions (bag of words)": "sans positions (sac de mots)",
-    "mean instead of attention": "moyenne au lieu de l’attention",
-    "subject": "sujet",
-    "other animal": "autre animal",
-    "place": "lieu",
-    "filler": "remplissage",
-    "qui": "qui",
-    "verb": "verbe",
-    "preposition": "préposition",
-    "ending": "auxiliaire",
-    "slot": "emplacement",
-}
-DISPLAY_LABELS = {
-    "en": {name: name for name in _FRENCH_LABELS},
-    "fr": _FRENCH_LABELS,
-}
+#: The names a reader sees for the rules, baselines and roles (:func:`label`),
+#: in English; :func:`label` translates them.
+DISPLAY_NAMES = (
+    N_("majority class"),
+    N_("nearest noun"),
+    N_("nearest animal"),
+    N_("opposite of the nearest animal"),
+    N_("majority gender of the nouns"),
+    N_("best bag of words"),
+    N_("first animal"),
+    N_("no positions (bag of words)"),
+    N_("mean instead of attention"),
+    N_("subject"),
+    N_("other animal"),
+    N_("place"),
+    N_("filler"),
+    N_("qui"),
+    N_("verb"),
+    N_("preposition"),
+    N_("ending"),
+    N_("slot"),
+)
 
 
 def label(name: str) -> str:
@@ -700,11 +696,11 @@ def label(name: str) -> str:
     Raises:
         ValueError: if ``name`` is none of them.
     """
-    if name not in _FRENCH_LABELS:
+    if name not in DISPLAY_NAMES:
         raise ValueError(
             f"name must be a rule, a model baseline or a role, got {name!r}"
         )
-    return text(DISPLAY_LABELS, name)
+    return _(name)
 
 
 def baselines(seed: int = 0, **train_kwargs) -> dict[str, float]:

@@ -40,7 +40,7 @@ import torch
 from torch import Tensor, nn
 
 from qkv.attention import MultiHeadAttention, padding_mask, split_heads
-from qkv.language import text
+from qkv.language import gettext
 from qkv.transformer import FeedForward, TransformerBlock, sinusoidal_positions
 from qkv.validate import check_int
 
@@ -74,37 +74,11 @@ __all__ = [
 
 #: The attention scores a :class:`Translator` may use, as a page names them,
 #: per language (the English label is the key).
-SCORE_LABELS = {
-    "en": {"dot": "dot", "additive": "additive"},
-    "fr": {"dot": "produit scalaire", "additive": "additive"},
-}
-#: The messages a reader may meet, per language: English template -> text
-#: (values and names stay as Python writes them).
-_FRENCH_MESSAGES = {
-    "unknown French word {word} in {sentence}; known words: {known}": (
-        "mot français inconnu {word} dans {sentence}\u202f; mots connus\u202f: {known}"
-    ),
-    "a sentence to translate must have at least one word": (
-        "une phrase à traduire doit avoir au moins un mot"
-    ),
-    "sentence must be a str of words separated by spaces, or a list of "
-    "words (str), got {sentence} of type {type}": (
-        "sentence doit être une str de mots séparés par des espaces, ou une "
-        "liste de mots (str), reçu {sentence} de type {type}"
-    ),
-    "sentence must have at least one word, got {sentence}": (
-        "sentence doit avoir au moins un mot, reçu {sentence}"
-    ),
-}
-MESSAGES = {
-    "en": {english: english for english in _FRENCH_MESSAGES},
-    "fr": _FRENCH_MESSAGES,
-}
 
 
 def _message(english: str, **values: object) -> str:
     """The message ``english`` in the current language, filled with ``values``."""
-    return text(MESSAGES, english).format(**values)
+    return gettext(english).format(**values)
 
 
 def score_label(score: str) -> str:
@@ -115,9 +89,9 @@ def score_label(score: str) -> str:
     Raises:
         ValueError: if ``score`` is not one of the scores.
     """
-    if score not in SCORE_LABELS["en"]:
+    if score not in ("dot", "additive"):
         raise ValueError(f"score must be 'dot' or 'additive', got {score!r}")
-    return text(SCORE_LABELS, score)
+    return gettext("dot") if score == "dot" else gettext("additive")
 
 
 #: Nouns: (French singular, French plural, feminine?, English singular, plural).

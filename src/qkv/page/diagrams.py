@@ -28,7 +28,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
-from qkv.language import get_language, text
+from qkv.language import get_language
+from qkv.language import gettext as _
 from qkv.page.plot import WEIGHTS_CMAP
 
 #: Fill colours: light tints of the book's colormap, dark text stays readable.
@@ -41,77 +42,13 @@ EDGE = "#333333"
 GRADIENT = "#a33a2c"
 
 
-#: The text of the diagrams: (English, French) pairs; the French terms
-#: are those of the French edition's prose.
-_PAIRS = [
-    ("inputs  X\n(T, D)", "entrées  X\n(T, D)"),
-    ("queries  Q", "requêtes  Q"),
-    ("keys  K", "clés  K"),
-    ("values  V", "valeurs  V"),
-    ("three learned matrices, one input", "trois matrices apprises, une seule entrée"),
-    ("inputs (T, D)", "entrées (T, D)"),
-    ("split_heads: (T, D) → (H, T, E)", "split_heads : (T, D) → (H, T, E)"),
-    ("head {h}\nattention", "tête {h}\nattention"),
-    ("concat_heads: (H, T, E) → (T, D)", "concat_heads : (H, T, E) → (T, D)"),
-    ("$\\times\\ W_o$  (mixes the heads)", "$\\times\\ W_o$  (mélange les têtes)"),
-    ("outputs (T, D)", "sorties (T, D)"),
-    ("inputs (T, D)\n+ positions", "entrées (T, D)\n+ positions"),
-    ("multi-head\nself-attention", "auto-attention\nmulti-têtes"),
-    ("add & layer norm", "addition et\nnormalisation de couche"),
-    (
-        "feed-forward\nLinear → ReLU → Linear",
-        "propagation avant\nLinear → ReLU → Linear",
-    ),
-    ("residual", "résiduelle"),
-    ("repeated N times", "répété N fois"),
-    ("token ids\n(T,)", "identifiants\nde tokens (T,)"),
-    ("embedding\n+ positions", "plongement\n+ positions"),
-    ("vectors\n(T, D)", "vecteurs\n(T, D)"),
-    ("attention\n(learned)", "attention\n(apprise)"),
-    ("vector at\nthe slot (D,)", "vecteur à\nl'emplacement\n(D,)"),
-    ("classifier\n→ 2 scores", "classifieur\n→ 2 scores"),
-    ("loss", "perte"),
-    (
-        "gradients of the loss flow\nback to every weight",
-        "les gradients de la perte\nremontent à chaque poids",
-    ),
-    ("encoder", "encodeur"),
-    ("decoder", "décodeur"),
-    ("French words\n+ positions (S,)", "mots français\n+ positions (S,)"),
-    ("self-attention\n(every word)", "auto-attention\n(tous les mots)"),
-    ("feed-forward", "propagation avant"),
-    ("encoder outputs\n(S, D)", "sorties de l'encodeur\n(S, D)"),
-    (
-        "English words so far\n+ positions (L,)",
-        "mots anglais déjà écrits\n+ positions (L,)",
-    ),
-    (
-        "causal self-attention\n(earlier words only)",
-        "auto-attention causale\n(mots précédents seuls)",
-    ),
-    ("cross-attention", "attention croisée"),
-    ("linear: scores of\nthe next word", "linéaire : scores\ndu mot suivant"),
-    ("queries", "requêtes"),
-    ("keys,\nvalues", "clés,\nvaleurs"),
-    (
-        "each sub-layer: residual connection and layer norm",
-        "chaque sous-couche : connexion résiduelle et normalisation de couche",
-    ),
-]
-#: The text of the diagrams, per language.
-LABELS = {
-    "en": {en: en for en, _ in _PAIRS},
-    "fr": dict(_PAIRS),
-}
-
-
 #: The width of the "add & layer norm" boxes: the French words are longer.
 _ADD_WIDTH = {"en": 3.0, "fr": 3.6}
 
 
 def _t(key: str) -> str:
     """The text ``key`` of a diagram in the current language."""
-    return text(LABELS, key)
+    return _(key)
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,8 @@ from decimal import ROUND_HALF_UP, Decimal, localcontext
 import numpy as np
 from torch import Tensor, nn
 
-from qkv.language import LocalNumber, localise, text
+from qkv.language import LocalNumber, localise, pgettext
+from qkv.language import gettext as _
 
 __all__ = [
     "glue",
@@ -134,13 +135,6 @@ def _cell(cell: object) -> str:
     return f"{mark}{localise(match['number'])}{mark}{match['unit'] or ''}"
 
 
-#: The words these helpers write, per language.
-WORDS = {
-    "en": {"tensor": "tensor", "shape": "shape", "meaning": "meaning", "B": "B"},
-    "fr": {"tensor": "tenseur", "shape": "forme", "meaning": "sens", "B": "o"},
-}
-
-
 def shape_table(tensors: Mapping[str, Tensor], meaning: Mapping[str, str]) -> _Markdown:
     """A table of named tensors: name, shape, and what the shape means.
 
@@ -152,7 +146,7 @@ def shape_table(tensors: Mapping[str, Tensor], meaning: Mapping[str, str]) -> _M
         (f"`{name}`", f"`{tuple(tensor.shape)}`", meaning.get(name, ""))
         for name, tensor in tensors.items()
     ]
-    header = [text(WORDS, word) for word in ("tensor", "shape", "meaning")]
+    header = [_("tensor"), _("shape"), _("meaning")]
     return markdown_table(rows, header)
 
 
@@ -180,7 +174,7 @@ def human_bytes(n_bytes: float) -> str:
 def _human_bytes(size: Decimal) -> str:
     whole = size.quantize(Decimal(1), rounding=ROUND_HALF_UP)
     if whole < 1024:
-        return f"{localise(f'{whole:,f}')} {text(WORDS, 'B')}"
+        return f"{localise(f'{whole:,f}')} {pgettext('bytes', 'B')}"
     for unit in ("KiB", "MiB", "GiB", "TiB", "PiB"):
         size /= 1024
         tenths = size.quantize(Decimal("0.1"), rounding=ROUND_HALF_UP)

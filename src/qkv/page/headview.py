@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import html
 
-from qkv.language import get_language
+from qkv.language import LANGUAGES, N_, get_language, gettext, translated
 from qkv.page.widgets import Widget, figure_png, isolated
 from qkv.pretrained import AttentionMaps
 from qkv.validate import check_index, check_int
@@ -45,31 +45,18 @@ MAX_WEIGHTS = 1_500_000
 
 NNBSP = "\u202f"  # French: a narrow no-break space before : and ;
 
-#: The view's words in each language; ``{...}`` are filled in.
+#: The view's words (English messages of qkv's catalogue); ``{...}`` are filled in.
 LABELS = {
-    "en": {
-        "layer": "Layer",
-        "head": "Head",
-        "attending": "attending tokens",
-        "attended": "attended tokens",
-        "idle": "Hover or focus a token on the left to see where it looks.",
-        "looks": "{token} looks at: {top}",
-        "sep": ", ",
-        "alt": "Attention heatmap of layer {layer}, head {head}, over the tokens: "
-        "{tokens}",
-    },
-    "fr": {
-        "layer": "Couche",
-        "head": "Tête",
-        "attending": "tokens qui portent attention",
-        "attended": "tokens regardés",
-        "idle": "Survolez un token de gauche, ou donnez-lui le focus, pour voir "
-        "où il regarde.",
-        "looks": f"{{token}} regarde{NNBSP}: {{top}}",
-        "sep": f"{NNBSP}; ",
-        "alt": "Carte de chaleur de l’attention de la couche {layer}, tête {head}, "
-        f"sur les tokens{NNBSP}: {{tokens}}",
-    },
+    "layer": N_("Layer"),
+    "head": N_("Head"),
+    "attending": N_("attending tokens"),
+    "attended": N_("attended tokens"),
+    "idle": N_("Hover or focus a token on the left to see where it looks."),
+    "looks": N_("{token} looks at: {top}"),
+    "sep": N_(", "),
+    "alt": N_(
+        "Attention heatmap of layer {layer}, head {head}, over the tokens: {tokens}"
+    ),
 }
 
 
@@ -151,7 +138,7 @@ class HeadView(Widget):
             "tokens": list(self.maps.tokens),
             "layers": self.layers,
             "weights": rounded,
-            "labels": LABELS,
+            "labels": {lang: translated(LABELS, lang) for lang in LANGUAGES},
             "row_height": ROW_HEIGHT,
             "lines_width": LINES_WIDTH,
         }
@@ -161,7 +148,7 @@ class HeadView(Widget):
         from qkv.page.plot import heatmap
 
         layer = self.layers[0]
-        words = LABELS[get_language()]  # the figure in the language of qkv
+        words = translated(LABELS, get_language())  # the figure in the language of qkv
         layer_word, head_word = words["layer"].lower(), words["head"].lower()
         fig = heatmap(
             self.maps.weights[layer, self.head],
@@ -173,7 +160,7 @@ class HeadView(Widget):
 
     def _alt(self, lang: str) -> str:
         return (
-            LABELS[lang]["alt"]
+            gettext(LABELS["alt"], language=lang)
             .replace("{layer}", str(self.layers[0]))
             .replace("{head}", str(self.head))
             .replace("{tokens}", " ".join(map(isolated, self.maps.tokens)))
@@ -183,7 +170,7 @@ class HeadView(Widget):
         return self._alt("en")
 
     def static_alts(self) -> dict[str, str]:
-        return {lang: self._alt(lang) for lang in LABELS if lang != "en"}
+        return {lang: self._alt(lang) for lang in LANGUAGES if lang != "en"}
 
     def _css(self, root_id: str) -> str:
         return f"#{root_id} {{ --qkv-hv-row: {ROW_HEIGHT}px; }}\n"

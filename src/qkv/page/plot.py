@@ -33,7 +33,8 @@ import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from qkv.language import NNBSP, format_number, on_change, text
+from qkv.language import NNBSP, format_number, on_change
+from qkv.language import gettext as _
 
 #: The colormap used for every attention weight in the book.
 WEIGHTS_CMAP = "viridis"
@@ -84,24 +85,6 @@ def book_style():
     package draws for the reader (the static figures of :mod:`qkv.page.explorables`)."""
     return mpl.rc_context(_BOOK_RC)
 
-
-#: What this module writes in a figure, per language.
-LABELS = {
-    "en": {
-        "key (attended to)": "key (attended to)",
-        "query (attending)": "query (attending)",
-        "key": "key",
-        "query": "query",
-        "head {h}": "head {h}",
-    },
-    "fr": {
-        "key (attended to)": "clé (regardée)",
-        "query (attending)": "requête (qui regarde)",
-        "key": "clé",
-        "query": "requête",
-        "head {h}": "tête {h}",
-    },
-}
 
 #: In a tick label: a decimal number (not a version 2.13.0), thousands grouped
 #: by commas, a percent sign after a number.
@@ -259,8 +242,8 @@ def heatmap(
         ha="right",
     )
     ax.set_yticks(range(0, n_rows, row_step), labels=list(row_labels)[::row_step])
-    ax.set_xlabel(text(LABELS, "key (attended to)") if xlabel is None else xlabel)
-    ax.set_ylabel(text(LABELS, "query (attending)") if ylabel is None else ylabel)
+    ax.set_xlabel(_("key (attended to)") if xlabel is None else xlabel)
+    ax.set_ylabel(_("query (attending)") if ylabel is None else ylabel)
     if title:
         ax.set_title(title)
     if annotate:
@@ -321,7 +304,7 @@ def head_grid(
         raise ValueError(f"weights must be 3-D (H, L, S), got shape {array.shape}")
     n_heads, n_rows, n_cols = array.shape
     if titles is None:
-        titles = [text(LABELS, "head {h}").format(h=h) for h in range(n_heads)]
+        titles = [_("head {h}").format(h=h) for h in range(n_heads)]
     if len(titles) != n_heads:
         raise ValueError(f"got {len(titles)} titles for {n_heads} heads")
     ncols = min(n_heads, 4) if ncols is None else ncols
@@ -338,7 +321,7 @@ def head_grid(
         nrows, ncols, figsize=figsize, layout="constrained", squeeze=False
     )
     vmax = float(array.max())
-    key, query = text(LABELS, "key"), text(LABELS, "query")
+    key, query = _("key"), _("query")
     for h, ax in enumerate(axes.flat):
         if h >= n_heads:
             ax.axis("off")

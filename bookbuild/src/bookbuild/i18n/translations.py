@@ -6,10 +6,13 @@
   (Sphinx's gettext builder, ``gettext_compact: false``: one file per page).
 * ``update`` (``make translations``): ``extract``, then ``sphinx-intl update
   --no-obsolete``: ``locales/<code>/LC_MESSAGES/<page>.po`` created or merged
-  (a changed paragraph becomes ``#, fuzzy``), then ``stats``.
+  (a changed paragraph becomes ``#, fuzzy``), the same for ``qkv``'s and
+  ``bookbuild``'s catalogues (their ``.mo`` compiled), then ``stats``.
 * ``stats``: per page, the messages, how many are translated, fuzzy, missing.
-* ``check``: fails when a page listed as translated in ``book_translated``
-  (or every page, with ``all``) has a missing or fuzzy message, or when any
+* ``check``: fails when a message of ``qkv``'s or ``bookbuild``'s own
+  catalogue (:mod:`bookbuild.i18n.domains`) is untranslated or fuzzy, when a
+  page listed as translated in ``book_translated`` (or every page, with
+  ``all``) has a missing or fuzzy message, or when any
   translated message lost or changed a role, a math span, a glued value, a
   footnote reference, inline code, a link or a number of its source
   (:mod:`bookbuild.i18n.checks`). Extracts first (``--no-extract`` to skip).
@@ -28,6 +31,7 @@ from pathlib import Path
 
 from bookbuild.build import run_sphinx
 from bookbuild.i18n import code as code_messages
+from bookbuild.i18n import domains
 from bookbuild.i18n.catalogues import (
     ALL,
     GETTEXT,
@@ -61,6 +65,7 @@ def extract(root: Path) -> int:
             pot.unlink()
     if not code:  # the chapters' comments and strings, beside their prose
         code_messages.extract(root, target)
+        domains.extract(root, target)  # qkv's and bookbuild's own words
     return code
 
 
@@ -85,6 +90,7 @@ def update(root: Path) -> int:
         if done.returncode:
             print(done.stderr)
             return done.returncode
+    domains.update(root)  # qkv's and bookbuild's catalogues, and their .mo
     return stats(root)
 
 
@@ -164,11 +170,15 @@ def check(root: Path, extract_first: bool = True) -> int:
         print(f"note: {notice}")
     for problem in found:
         print(problem)
+    in_domains = domains.problems(root)  # qkv's and bookbuild's own words
+    print("\n".join(in_domains))
     if found:
         print("\n".join(advice(root, found)))
+    elif in_domains:
+        print(f"Then `{UPDATE_COMMAND}` and translate them in the .po named above.")
     else:
         print("translations: 0 problem(s)")
-    return 1 if found else 0
+    return 1 if found or in_domains else 0
 
 
 def main(argv: list[str]) -> int:

@@ -40,7 +40,7 @@ from sphinx.transforms import SphinxTransform
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
 from bookbuild.i18n.languages import is_translation
-from bookbuild.i18n.messages import gettext
+from bookbuild.i18n.messages import N_, gettext
 from bookbuild.toc import book_root
 
 
@@ -158,7 +158,13 @@ class StampTranslated(SphinxTransform):
 
 #: The headers of myst-nb's table of execution times (``nb-exec-table``), which
 #: myst-nb writes in English: each goes through ``bookbuild.i18n.messages``.
-EXEC_TABLE_HEADERS = ("Document", "Modified", "Method", "Run Time (s)", "Status")
+EXEC_TABLE_HEADERS = (
+    N_("Document"),
+    N_("Modified"),
+    N_("Method"),
+    N_("Run Time (s)"),
+    N_("Status"),
+)
 
 
 class TranslateExecTable(SphinxPostTransform):

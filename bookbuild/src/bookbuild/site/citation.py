@@ -47,7 +47,7 @@ from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
 from bookbuild.i18n.languages import is_translation
-from bookbuild.i18n.messages import base_language, gettext
+from bookbuild.i18n.messages import N_, base_language, gettext
 from bookbuild.site.build_info import build_commit
 from bookbuild.toc import book_root, is_one_page_build, lessons
 
@@ -272,9 +272,12 @@ def _cite_box(app, doctree: nodes.document, docname: str) -> None:
 
 
 LABEL_KINDS = [
-    ("figures", re.compile(r"^:name: (\S+)", re.M)),
-    ("equations", re.compile(r"^\$\$ \((\S+)\)$|^:label: ((?!\S+-ex\d)\S+)$", re.M)),
-    ("exercises", re.compile(r"^:label: (\S+-ex\d+)$", re.M)),
+    (N_("figures"), re.compile(r"^:name: (\S+)", re.M)),
+    (
+        N_("equations"),
+        re.compile(r"^\$\$ \((\S+)\)$|^:label: ((?!\S+-ex\d)\S+)$", re.M),
+    ),
+    (N_("exercises"), re.compile(r"^:label: (\S+-ex\d+)$", re.M)),
 ]
 
 

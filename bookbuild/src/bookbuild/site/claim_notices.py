@@ -31,21 +31,21 @@ from sphinx.util import logging
 
 from bookbuild.execute.claims import FAILED_CLAIMS, NOTE, note_mode
 from bookbuild.i18n.code import translated_code
-from bookbuild.i18n.messages import gettext
+from bookbuild.i18n.messages import N_, gettext
 from bookbuild.toc import is_notebook
 
 logger = logging.getLogger(__name__)
 
 #: The notice after a sentence whose check failed (English, the key of its
-#: translations in :mod:`bookbuild.i18n.messages`; a line break is a space).
-NOTICE = (
+#: translation in ``bookbuild``'s catalogue; a line break is a space).
+NOTICE = N_(
     "On the machine that built this page, the check behind the sentence above\n"
     "did not hold: {check} (measured: {measured} is false). The sentence is about\n"
     "a model trained while the book was built; on this CPU the training ended\n"
     "differently."
 )
 #: The same, for a check that is not a comparison (nothing measured to show).
-NOTICE_UNMEASURED = (
+NOTICE_UNMEASURED = N_(
     "On the machine that built this page, the check behind the sentence above\n"
     "did not hold: {check}. The sentence is about a model trained while the\n"
     "book was built; on this CPU the training ended differently."

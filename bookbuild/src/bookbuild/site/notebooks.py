@@ -41,7 +41,7 @@ from bookbuild.i18n.catalogues import po_path, translate_markdown, translated_la
 from bookbuild.i18n.code import translated_code
 from bookbuild.i18n.glue import translate_glued
 from bookbuild.i18n.languages import catalogue, is_translation
-from bookbuild.i18n.messages import base_language, gettext
+from bookbuild.i18n.messages import N_, base_language, gettext
 from bookbuild.i18n.numbers import has_own_numbers, localise_math, localise_number
 from bookbuild.site.edition import edition
 from bookbuild.site.urls import launch_links, repository_url
@@ -230,7 +230,11 @@ def convert_markdown(
         elif name in ("admonition", "note", "tip", "dropdown"):
             converted, more = convert_markdown(inner, values, resolver, page_dir)
             attachments.update(more)
-            title = argument or resolver.say(name.capitalize())
+            title = argument or (
+                resolver.say(ADMONITION_TITLES[name])
+                if name in ADMONITION_TITLES
+                else name.capitalize()
+            )
             quoted = "\n".join(
                 f"> {row}" if row else ">" for row in converted.split("\n")
             )
@@ -318,16 +322,18 @@ def without_solutions(cells: list) -> list:
 
 
 #: The comment at the top of every notebook's first cell (translated).
-FIRST_CELL = (
+FIRST_CELL = N_(
     "# Installs what this notebook needs and is missing (in the book's own\n"
     "# environment, nothing): on Linux, the CPU build of PyTorch unless a torch\n"
     "# is there (Colab keeps its own); then the book's package qkv with what its\n"
     "# chapters use, from QKV_SOURCE if set (a folder or a pip address), else\n"
     "# from the book's repository.\n"
 )
+#: The title of a note or tip that has none of its own, in a notebook.
+ADMONITION_TITLES = {"note": N_("Note"), "tip": N_("Tip")}
 #: Printed by the first cell when it knows no place to install qkv from (in
 #: lines that fit the cell).
-NO_SOURCE = (
+NO_SOURCE = N_(
     "qkv is not installed: set SOURCE in this cell (or the\n"
     "environment variable QKV_SOURCE) to a copy of the book's\n"
     "repository, a folder or its git+https:// address, and run\n"

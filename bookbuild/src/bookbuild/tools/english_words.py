@@ -7,7 +7,7 @@ Problem: the French edition's prose is translated, but what the code produces
 
 Answer: a count, without a dictionary download. The English words are those of
 the book's own English prose (the ``msgid`` of ``locales/fr/**/*.po``) less every
-word its French prose uses (their ``msgstr`` and ``bookbuild.i18n.messages``: so
+word its French prose uses (their ``msgstr`` and ``bookbuild``'s own catalogue: so
 "attention", "position", "cache" or "test" are not English), plus English
 function words that never occur in French text (``FUNCTION_WORDS``), with three
 short lists read by hand (``ALLOWED``, ``FRENCH_TOO``, ``ENGLISH_TOO``). Roles'
@@ -59,7 +59,7 @@ from functools import cache
 from html import unescape
 from pathlib import Path
 
-from bookbuild.i18n.messages import FRENCH
+from bookbuild.i18n.messages import translations
 from bookbuild.toc import pages
 
 PLACES = ("pages", "tables", "outputs", "figures")
@@ -197,9 +197,8 @@ def _catalogue_words(root: Path) -> tuple[set[str], set[str]]:
 def vocabulary(root: Path) -> frozenset[str]:
     """The words counted as English: the English prose's, less the French
     prose's and ``ALLOWED``, plus ``FUNCTION_WORDS`` (read once per process)."""
-
     english, french = _catalogue_words(root)
-    for value in FRENCH.values():
+    for value in translations("fr").values():
         french.update(w for w, _ in words(value))
     french -= ENGLISH_TOO
     return frozenset((english - french - ALLOWED - FRENCH_TOO) | FUNCTION_WORDS)

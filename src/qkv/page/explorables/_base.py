@@ -13,31 +13,26 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from qkv.language import get_language
+from qkv.language import N_, get_language, gettext, translated
 from qkv.page.widgets import Widget, figure_png, isolated
 from qkv.validate import check_int
 
 LANGUAGES = ("en", "fr")
 
-# French labels follow French typography: a no-break space (\u00a0) before ":"
+# The labels are English messages of qkv's catalogue (qkv/locale), translated
+# there; French follows French typography: a no-break space (\u00a0) before ":"
 # and inside « », a narrow no-break space (\u202f) before ";", "?" and "!".
 
-#: The labels every explorable's page uses, in each language of
-#: :data:`LANGUAGES`, under each explorable's own :attr:`Explorable.LABELS`: the
-#: warning when a number overflows (the page shows "—" for it), and the
-#: separator of a list of numbers (French numbers have a decimal comma).
-SHARED_LABELS: dict[str, dict[str, str]] = {
-    "en": {
-        "overflow": "Some results are too large to compute (they overflow) and "
-        "show as “—”: use smaller numbers.",
-        "listSep": ", ",
-    },
-    "fr": {
-        "overflow": "Certains résultats sont trop grands pour être calculés "
-        "(dépassement de capacité) et s’affichent «\u00a0—\u00a0»\u00a0: "
-        "prenez des nombres plus petits.",
-        "listSep": "\u202f; ",
-    },
+#: The labels every explorable's page uses, under each explorable's own
+#: :attr:`Explorable.LABELS`: the warning when a number overflows (the page
+#: shows "—" for it), and the separator of a list of numbers (French numbers
+#: have a decimal comma).
+SHARED_LABELS: dict[str, str] = {
+    "overflow": N_(
+        "Some results are too large to compute (they overflow) and "
+        "show as “—”: use smaller numbers."
+    ),
+    "listSep": N_(", "),
 }
 
 
@@ -125,8 +120,9 @@ class Explorable(Widget):
 
     root_classes = "qkv-explorable"
     styles = ("explorable.css",)
-    #: The labels in each language of :data:`LANGUAGES`, ``{...}`` filled in.
-    LABELS: dict[str, dict[str, str]] = {}
+    #: The labels (English messages, translated by :func:`qkv.language.gettext`),
+    #: ``{...}`` filled in.
+    LABELS: dict[str, str] = {}
 
     def __init__(self, lang: str | None, decimals: int) -> None:
         self.lang = check_lang(lang)
@@ -134,7 +130,7 @@ class Explorable(Widget):
 
     def _text(self, key: str, **values) -> str:
         """A label in ``lang`` (English when the page decides), filled in."""
-        text = self.LABELS[self.lang or "en"][key]
+        text = gettext(self.LABELS[key], language=self.lang or "en")
         for name, value in values.items():
             text = text.replace("{" + name + "}", str(value))
         return text
@@ -157,7 +153,8 @@ class Explorable(Widget):
         return {
             "lang": self.lang,
             "labels": {
-                lang: {**SHARED_LABELS[lang], **self.LABELS[lang]} for lang in LANGUAGES
+                lang: translated({**SHARED_LABELS, **self.LABELS}, lang)
+                for lang in LANGUAGES
             },
             "cmap": cmap_stops(),
             "decimals": self.decimals,

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from torch import Tensor
 
+from qkv.language import N_
 from qkv.page.explorables._base import Explorable, nice, plain
 
 __all__ = ["alignment_explorer"]
@@ -24,59 +25,36 @@ class AlignmentExplorer(Explorable):
 
     kind = "qkv-x-align"
     LABELS = {
-        "en": {
-            "title": "Try it: where the decoder reads",
-            "sentence": "Held-out sentence",
-            "words": "English word written",
-            "hint": "Keys: Tab to the menu and ↑/↓ to pick a sentence; Tab to "
-            "the English words and ←/→ to pick one (Home/End: the first/last).",
-            "model_dot": "dot product",
-            "model_additive": "additive score",
-            "french": "French word",
-            "weight": "weight",
-            "caption": "{model}: weights on the French words while writing “{word}”",
-            "expectedMark": "expected",
-            "topExpected": "{model}: most weight on “{top}” ({weight}), the word "
-            "the reference alignment expects.",
-            "topOther": "{model}: most weight on “{top}” ({weight}); the reference "
-            "alignment expects “{expected}”.",
-            "topNoReference": "{model}: most weight on “{top}” ({weight}).",
-            "fig_title": "{model}",
-            "fig_xlabel": "French word (key)",
-            "fig_ylabel": "English word written (query)",
-            "alt": "Two heatmaps of the cross-attention weights of the decoder "
+        "title": N_("Try it: where the decoder reads"),
+        "sentence": N_("Held-out sentence"),
+        "words": N_("English word written"),
+        "hint": N_(
+            "Keys: Tab to the menu and ↑/↓ to pick a sentence; Tab to "
+            "the English words and ←/→ to pick one (Home/End: the first/last)."
+        ),
+        "model_dot": N_("dot product"),
+        "model_additive": N_("additive score"),
+        "french": N_("French word"),
+        "weight": N_("weight"),
+        "caption": N_("{model}: weights on the French words while writing “{word}”"),
+        "expectedMark": N_("expected"),
+        "topExpected": N_(
+            "{model}: most weight on “{top}” ({weight}), the word "
+            "the reference alignment expects."
+        ),
+        "topOther": N_(
+            "{model}: most weight on “{top}” ({weight}); the reference "
+            "alignment expects “{expected}”."
+        ),
+        "topNoReference": N_("{model}: most weight on “{top}” ({weight})."),
+        "fig_title": N_("{model}"),
+        "fig_xlabel": N_("French word (key)"),
+        "fig_ylabel": N_("English word written (query)"),
+        "alt": N_(
+            "Two heatmaps of the cross-attention weights of the decoder "
             "(mean of the heads), one per model ({models}), on the held-out "
-            "sentence “{sentence}”: English words written against French words.",
-        },
-        "fr": {
-            "title": "À vous\u00a0: où le décodeur lit",
-            "sentence": "Phrase de test",
-            "words": "Mot anglais écrit",
-            "hint": "Touches\u00a0: Tab jusqu’au menu et ↑/↓ pour choisir une "
-            "phrase\u202f; Tab jusqu’aux mots anglais et ←/→ pour en choisir un "
-            "(Début/Fin\u00a0: le premier/le dernier).",
-            "model_dot": "produit scalaire",
-            "model_additive": "score additif",
-            "french": "Mot français",
-            "weight": "poids",
-            "caption": "{model}\u00a0: poids sur les mots français pendant "
-            "l’écriture de «\u00a0{word}\u00a0»",
-            "expectedMark": "attendu",
-            "topExpected": "{model}\u00a0: le plus grand poids va à «\u00a0{top}"
-            "\u00a0» ({weight}), le mot qu’attend l’alignement de référence.",
-            "topOther": "{model}\u00a0: le plus grand poids va à «\u00a0{top}"
-            "\u00a0» ({weight})\u202f; l’alignement de référence attend "
-            "«\u00a0{expected}\u00a0».",
-            "topNoReference": "{model}\u00a0: le plus grand poids va à "
-            "«\u00a0{top}\u00a0» ({weight}).",
-            "fig_title": "{model}",
-            "fig_xlabel": "mot français (clé)",
-            "fig_ylabel": "mot anglais écrit (requête)",
-            "alt": "Deux cartes de chaleur des poids de l’attention croisée du "
-            "décodeur (moyenne des têtes), une par modèle ({models}), sur la "
-            "phrase de test «\u00a0{sentence}\u00a0»\u00a0: mots anglais "
-            "écrits contre mots français.",
-        },
+            "sentence “{sentence}”: English words written against French words."
+        ),
     }
     scripts = ("explorable.js", "alignment.js")
     build = "qkvAlignmentExplorer"

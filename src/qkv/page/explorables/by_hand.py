@@ -13,6 +13,7 @@ import torch
 from torch import Tensor
 
 from qkv.attention import scaled_dot_product_attention
+from qkv.language import N_
 from qkv.page.explorables._base import (
     Explorable,
     check_vectors,
@@ -31,60 +32,33 @@ class AttentionByHand(Explorable):
 
     kind = "qkv-x-abh"
     LABELS = {
-        "en": {
-            "title": "Try it: attention by hand",
-            "query": "Query word",
-            "word": "Word",
-            "vector": "Vector (edit any number)",
-            "coordinate": "{word}, coordinate {k}",
-            "score": "Score",
-            "bySum": "Weight: score ÷ sum",
-            "softmax": "Weight: softmax",
-            "sum": "Sum",
-            "caption": "Scores and weights for the query “{word}”",
-            "context": "Context vector of “{word}” (softmax weights): ",
-            "invalid": "A box holds no number: its last number is used.",
-            "sumZero": "The scores add up to 0: they cannot be divided by their sum.",
-            "sumBroken": "Divided by their sum, some weights fall outside 0 to 1: "
-            "the mix is no longer an average.",
-            "status": "“{word}”: largest softmax weight {weight}, on “{best}”.",
-            "fig_title": "The query “{word}”",
-            "fig_bySum": "score / sum",
-            "fig_softmax": "softmax",
-            "fig_ylabel": "weight",
-            "fig_xlabel": "word attended to",
-            "alt": "Bar chart of the weights of the query “{word}” over the words "
-            "{words}, divided by the sum and through the softmax.",
-        },
-        "fr": {
-            "title": "À vous\u00a0: l’attention à la main",
-            "query": "Mot requête",
-            "word": "Mot",
-            "vector": "Vecteur (modifiez n’importe quel nombre)",
-            "coordinate": "{word}, coordonnée {k}",
-            "score": "Score",
-            "bySum": "Poids\u00a0: score ÷ somme",
-            "softmax": "Poids\u00a0: softmax",
-            "sum": "Somme",
-            "caption": "Scores et poids pour la requête «\u00a0{word}\u00a0»",
-            "context": "Vecteur de contexte de «\u00a0{word}\u00a0» "
-            "(poids softmax)\u00a0: ",
-            "invalid": "Une case ne contient pas de nombre\u00a0: "
-            "son dernier nombre est utilisé.",
-            "sumZero": "La somme des scores est nulle\u00a0: "
-            "on ne peut pas diviser par elle.",
-            "sumBroken": "Divisés par leur somme, certains poids sortent de "
-            "l’intervalle de 0 à 1\u00a0: le mélange n’est plus une moyenne.",
-            "status": "«\u00a0{word}\u00a0»\u00a0: plus grand poids softmax {weight}, "
-            "sur «\u00a0{best}\u00a0».",
-            "fig_title": "La requête «\u00a0{word}\u00a0»",
-            "fig_bySum": "score / somme",
-            "fig_softmax": "softmax",
-            "fig_ylabel": "poids",
-            "fig_xlabel": "mot regardé",
-            "alt": "Diagramme en barres des poids de la requête «\u00a0{word}\u00a0» "
-            "sur les mots {words}, divisés par la somme et par la softmax.",
-        },
+        "title": N_("Try it: attention by hand"),
+        "query": N_("Query word"),
+        "word": N_("Word"),
+        "vector": N_("Vector (edit any number)"),
+        "coordinate": N_("{word}, coordinate {k}"),
+        "score": N_("Score"),
+        "bySum": N_("Weight: score ÷ sum"),
+        "softmax": N_("Weight: softmax"),
+        "sum": N_("Sum"),
+        "caption": N_("Scores and weights for the query “{word}”"),
+        "context": N_("Context vector of “{word}” (softmax weights): "),
+        "invalid": N_("A box holds no number: its last number is used."),
+        "sumZero": N_("The scores add up to 0: they cannot be divided by their sum."),
+        "sumBroken": N_(
+            "Divided by their sum, some weights fall outside 0 to 1: "
+            "the mix is no longer an average."
+        ),
+        "status": N_("“{word}”: largest softmax weight {weight}, on “{best}”."),
+        "fig_title": N_("The query “{word}”"),
+        "fig_bySum": N_("score / sum"),
+        "fig_softmax": N_("softmax"),
+        "fig_ylabel": N_("weight"),
+        "fig_xlabel": N_("word attended to"),
+        "alt": N_(
+            "Bar chart of the weights of the query “{word}” over the words "
+            "{words}, divided by the sum and through the softmax."
+        ),
     }
     scripts = ("explorable.js", "by_hand.js")
     build = "qkvAttentionByHand"

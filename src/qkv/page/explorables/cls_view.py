@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from qkv.language import N_
 from qkv.page.explorables._base import Explorable, nice, plain
 from qkv.validate import check_index
 
@@ -28,76 +29,47 @@ class ClsView(Explorable):
 
     kind = "qkv-x-cls"
     LABELS = {
-        "en": {
-            "title": "Try it: what [CLS] looks at in a digit",
-            "digit": "Held-out digit",
-            "digitValue": "{n} of {count}, class {label}",
-            "layer": "Layer",
-            "head": "Head",
-            "layerN": "layer {n}",
-            "headN": "head {n}",
-            "mean": "mean of the heads",
-            "keys": "With the keyboard: Tab moves between the controls; on the "
+        "title": N_("Try it: what [CLS] looks at in a digit"),
+        "digit": N_("Held-out digit"),
+        "digitValue": N_("{n} of {count}, class {label}"),
+        "layer": N_("Layer"),
+        "head": N_("Head"),
+        "layerN": N_("layer {n}"),
+        "headN": N_("head {n}"),
+        "mean": N_("mean of the heads"),
+        "keys": N_(
+            "With the keyboard: Tab moves between the controls; on the "
             "digit slider, ← and → go through the digits, and the keys 0 to 9 jump "
             "to the next digit of that class (from anywhere in the figure); in a "
-            "group of buttons, the arrow keys pick the layer or the head.",
-            "right": "Class {label}: the model reads {pred}, with probability {prob}.",
-            "wrong": "Class {label}: the model reads {pred}, wrongly, with probability "
-            "{prob} (and {trueProb} for {label}).",
-            "figure": "The digit, each patch coloured by the weight [CLS] gives it, "
-            "the weight written in its corner",
-            "scale": "weight 0",
-            "scaleEnd": "1",
-            "caption": "The weights of [CLS] in layer {layer}, one column per head",
-            "corner": "token ↓ head →",
-            "patch": "patch {n}",
-            "patchTitle": "patch {n} (row {row}, column {col}): weight {weight}",
-            "self": "[CLS] itself",
-            "meanShort": "mean",
-            "fig_title": "A held-out digit of class {label}, layer {layer}: "
-            "the model reads {pred} ({prob})",
-            "alt": "A held-out handwritten digit of class {label}, {hi} by {wi} "
+            "group of buttons, the arrow keys pick the layer or the head."
+        ),
+        "right": N_("Class {label}: the model reads {pred}, with probability {prob}."),
+        "wrong": N_(
+            "Class {label}: the model reads {pred}, wrongly, with probability "
+            "{prob} (and {trueProb} for {label})."
+        ),
+        "figure": N_(
+            "The digit, each patch coloured by the weight [CLS] gives it, "
+            "the weight written in its corner"
+        ),
+        "scale": N_("weight 0"),
+        "scaleEnd": N_("1"),
+        "caption": N_("The weights of [CLS] in layer {layer}, one column per head"),
+        "corner": N_("token ↓ head →"),
+        "patch": N_("patch {n}"),
+        "patchTitle": N_("patch {n} (row {row}, column {col}): weight {weight}"),
+        "self": N_("[CLS] itself"),
+        "meanShort": N_("mean"),
+        "fig_title": N_(
+            "A held-out digit of class {label}, layer {layer}: "
+            "the model reads {pred} ({prob})"
+        ),
+        "alt": N_(
+            "A held-out handwritten digit of class {label}, {hi} by {wi} "
             "pixels, drawn {panels} times, once per head of layer {layer} and once "
             "for their mean, each patch coloured by the attention weight of the "
-            "[CLS] token and labelled with it.",
-        },
-        "fr": {
-            "title": "À vous\u00a0: ce que regarde [CLS] dans un chiffre",
-            "digit": "Chiffre de test",
-            "digitValue": "{n} sur {count}, classe {label}",
-            "layer": "Couche",
-            "head": "Tête",
-            "layerN": "couche {n}",
-            "headN": "tête {n}",
-            "mean": "moyenne des têtes",
-            "keys": "Au clavier\u00a0: Tab passe d’une commande à l’autre\u00a0; sur "
-            "le curseur des chiffres, ← et → parcourent les chiffres, et les touches "
-            "0 à 9 sautent au chiffre suivant de cette classe (de n’importe où dans "
-            "la figure)\u202f; dans un groupe de boutons, les flèches choisissent la "
-            "couche ou la tête.",
-            "right": "Classe {label}\u00a0: le modèle lit {pred}, avec la probabilité "
-            "{prob}.",
-            "wrong": "Classe {label}\u00a0: le modèle lit {pred}, à tort, avec la "
-            "probabilité {prob} (et {trueProb} pour {label}).",
-            "figure": "Le chiffre, chaque patch coloré par le poids que lui donne "
-            "[CLS], le poids écrit dans son coin",
-            "scale": "poids 0",
-            "scaleEnd": "1",
-            "caption": "Les poids de [CLS] dans la couche {layer}, une colonne par "
-            "tête",
-            "corner": "token ↓ tête →",
-            "patch": "patch {n}",
-            "patchTitle": "patch {n} (ligne {row}, colonne {col})\u00a0: poids "
-            "{weight}",
-            "self": "[CLS] lui-même",
-            "meanShort": "moyenne",
-            "fig_title": "Un chiffre de test de classe {label}, couche {layer}\u00a0: "
-            "le modèle lit {pred} ({prob})",
-            "alt": "Un chiffre manuscrit de test, de classe {label}, {hi} pixels sur "
-            "{wi}, dessiné {panels} fois, une par tête de la couche {layer} "
-            "et une pour leur moyenne, chaque patch coloré par le poids "
-            "d’attention du token [CLS] et marqué de ce poids.",
-        },
+            "[CLS] token and labelled with it."
+        ),
     }
     scripts = ("explorable.js", "cls_view.js")
     build = "qkvClsView"

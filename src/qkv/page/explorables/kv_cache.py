@@ -10,9 +10,9 @@ import contextlib
 from collections.abc import Mapping
 
 from qkv.cost import kv_cache_bytes
-from qkv.language import get_language, localise, set_language
+from qkv.language import N_, get_language, localise, pgettext, set_language
 from qkv.page.explorables._base import LANGUAGES, MAX_WORD_CHARS, Explorable, plain
-from qkv.page.glue import WORDS, human_bytes
+from qkv.page.glue import human_bytes
 from qkv.validate import check_int
 
 __all__ = ["kv_cache_calculator"]
@@ -84,90 +84,53 @@ class KVCacheCalculator(Explorable):
 
     kind = "qkv-x-kv"
     LABELS = {
-        "en": {
-            "title": "Try it: the KV cache of a decoder",
-            "hint": "Keys: Tab moves between the controls; the arrow keys pick a "
-            "model or a size and step a number up or down; type a number in a box.",
-            "model": "Model",
-            "own": "Your own numbers",
-            "dim": "D",
-            "heads": "H (heads)",
-            "kvHeads": "H_kv (key/value heads)",
-            "layers": "layers",
-            "bytes": "Numbers of",
-            "bits32": "32 bits (4 bytes)",
-            "bits16": "16 bits (2 bytes)",
-            "bits8": "8 bits (1 byte)",
-            "tokens": "Context, in tokens",
-            "tokensSlider": "Context, powers of two",
-            "batch": "Sequences in the batch",
-            "caption": "The cache of {name} for a batch of {batch} × {tokens} tokens",
-            "yourModel": "your model",
-            "kind": "keys and values",
-            "kvCount": "H_kv",
-            "perToken": "per token",
-            "total": "for the context",
-            "ratio": "multi-head ÷ this",
-            "sizes": "at a glance",
-            "model_row": "as the model (H_kv = {kv})",
-            "mha_row": "multi-head (H_kv = H = {kv})",
-            "mqa_row": "multi-query (H_kv = 1)",
-            "notInt": "{name} must be a whole number from 1 to {max}.",
-            "notDivide": "H must divide D, and H_kv must divide H (D = {dim}, "
-            "H = {heads}, H_kv = {kv}).",
-            "status": "Cache of {name}: {total} for a batch of {batch} × "
+        "title": N_("Try it: the KV cache of a decoder"),
+        "hint": N_(
+            "Keys: Tab moves between the controls; the arrow keys pick a "
+            "model or a size and step a number up or down; type a number in a box."
+        ),
+        "model": N_("Model"),
+        "own": N_("Your own numbers"),
+        "dim": N_("D"),
+        "heads": N_("H (heads)"),
+        "kvHeads": N_("H_kv (key/value heads)"),
+        "layers": N_("layers"),
+        "bytes": N_("Numbers of"),
+        "bits32": N_("32 bits (4 bytes)"),
+        "bits16": N_("16 bits (2 bytes)"),
+        "bits8": N_("8 bits (1 byte)"),
+        "tokens": N_("Context, in tokens"),
+        "tokensSlider": N_("Context, powers of two"),
+        "batch": N_("Sequences in the batch"),
+        "caption": N_("The cache of {name} for a batch of {batch} × {tokens} tokens"),
+        "yourModel": N_("your model"),
+        "kind": N_("keys and values"),
+        "kvCount": N_("H_kv"),
+        "perToken": N_("per token"),
+        "total": N_("for the context"),
+        "ratio": N_("multi-head ÷ this"),
+        "sizes": N_("at a glance"),
+        "model_row": N_("as the model (H_kv = {kv})"),
+        "mha_row": N_("multi-head (H_kv = H = {kv})"),
+        "mqa_row": N_("multi-query (H_kv = 1)"),
+        "notInt": N_("{name} must be a whole number from 1 to {max}."),
+        "notDivide": N_(
+            "H must divide D, and H_kv must divide H (D = {dim}, "
+            "H = {heads}, H_kv = {kv})."
+        ),
+        "status": N_(
+            "Cache of {name}: {total} for a batch of {batch} × "
             "{tokens} tokens, {per} per token; multi-head attention would keep {ratio} "
-            "times this.",
-            "fig_title": "{name}, {bits}-bit numbers: the cache of {tokens} tokens",
-            "fig_bytes": "bytes of the cache (binary units)",
-            "fig_label": "{per} per token, {total}",
-            "alt": "Bar chart of the KV cache of {name} for {tokens} tokens in "
+            "times this."
+        ),
+        "fig_title": N_("{name}, {bits}-bit numbers: the cache of {tokens} tokens"),
+        "fig_bytes": N_("bytes of the cache (binary units)"),
+        "fig_label": N_("{per} per token, {total}"),
+        "alt": N_(
+            "Bar chart of the KV cache of {name} for {tokens} tokens in "
             "{bits}-bit numbers: {model} as the model, {mha} as multi-head "
-            "attention, {mqa} as multi-query attention.",
-        },
-        "fr": {
-            "title": "À vous\u00a0: le cache KV d’un décodeur",
-            "hint": "Touches\u00a0: Tab passe d’une commande à l’autre\u00a0; les "
-            "flèches choisissent un modèle ou une taille et font monter ou "
-            "descendre un nombre\u00a0; tapez un nombre dans une case.",
-            "model": "Modèle",
-            "own": "Vos propres nombres",
-            "dim": "D",
-            "heads": "H (têtes)",
-            "kvHeads": "H_kv (têtes de clés et de valeurs)",
-            "layers": "couches",
-            "bytes": "Nombres de",
-            "bits32": "32 bits (4 octets)",
-            "bits16": "16 bits (2 octets)",
-            "bits8": "8 bits (1 octet)",
-            "tokens": "Contexte, en tokens",
-            "tokensSlider": "Contexte, puissances de deux",
-            "batch": "Séquences du lot",
-            "caption": "Le cache de {name} pour un lot de {batch} × {tokens} tokens",
-            "yourModel": "votre modèle",
-            "kind": "clés et valeurs",
-            "kvCount": "H_kv",
-            "perToken": "par token",
-            "total": "pour le contexte",
-            "ratio": "multi-têtes ÷ celui-ci",
-            "sizes": "d’un coup d’œil",
-            "model_row": "comme le modèle (H_kv = {kv})",
-            "mha_row": "multi-têtes (H_kv = H = {kv})",
-            "mqa_row": "multi-requêtes (H_kv = 1)",
-            "notInt": "{name} doit être un nombre entier de 1 à {max}.",
-            "notDivide": "H doit diviser D, et H_kv doit diviser H (D = {dim}, "
-            "H = {heads}, H_kv = {kv}).",
-            "status": "Cache de {name}\u00a0: {total} pour un lot de {batch} × "
-            "{tokens} tokens, {per} par token\u00a0; l’attention multi-têtes "
-            "en garderait {ratio} fois autant.",
-            "fig_title": "{name}, nombres de {bits} bits\u00a0: le cache de "
-            "{tokens} tokens",
-            "fig_bytes": "octets du cache (unités binaires)",
-            "fig_label": "{per} par token, {total}",
-            "alt": "Diagramme en barres du cache KV de {name} pour {tokens} tokens "
-            "en nombres de {bits} bits\u00a0: {model} comme le modèle, {mha} en "
-            "attention multi-têtes, {mqa} en attention multi-requêtes.",
-        },
+            "attention, {mqa} as multi-query attention."
+        ),
     }
     scripts = ("explorable.js", "kv_cache.js")
     build = "qkvKVCache"
@@ -241,7 +204,9 @@ class KVCacheCalculator(Explorable):
             "n_tokens": self.n_tokens,
             "batch": self.batch,
             "limits": LIMITS,
-            "unit_b": {lang: WORDS[lang]["B"] for lang in LANGUAGES},
+            "unit_b": {
+                lang: pgettext("bytes", "B", language=lang) for lang in LANGUAGES
+            },
         }
 
     @contextlib.contextmanager

@@ -11,6 +11,7 @@ import torch
 from torch import Tensor
 
 from qkv.attention import scaled_dot_product_attention
+from qkv.language import N_
 from qkv.page.explorables._base import (
     Explorable,
     check_scale,
@@ -30,54 +31,34 @@ class MaskEditor(Explorable):
     kind = "qkv-x-mask"
     PRESETS = ("custom", "all", "causal", "padding", "leftCausal")
     LABELS = {
-        "en": {
-            "title": "Try it: edit the mask",
-            "preset": "Mask",
-            "preset_custom": "your own",
-            "preset_all": "everything allowed",
-            "preset_causal": "causal",
-            "preset_padding": "padding at the end",
-            "preset_leftCausal": "causal, padding in front",
-            "real": "Real words (the rest is padding)",
-            "realInvalid": "Real words: type a whole number from 1 to {max}; until "
-            "then the mask keeps the last valid count, {used}.",
-            "maskCaption": "The mask: a ticked box lets the query (row) attend to "
-            "the key (column)",
-            "weightsCaption": "The attention weights",
-            "corner": "query ↓ key →",
-            "may": "{query} may attend to {key}",
-            "rowSum": "sum",
-            "quoted": "“{word}”",
-            "empty": "May attend to nothing: {words}. Their weights are all 0, "
-            "as in qkv.",
-            "fig_title": "Weights with the mask",
-            "alt": "Heatmap of the attention weights of the words {words} with "
-            "the mask; forbidden pairs have weight 0.",
-        },
-        "fr": {
-            "title": "À vous\u00a0: modifiez le masque",
-            "preset": "Masque",
-            "preset_custom": "le vôtre",
-            "preset_all": "tout est permis",
-            "preset_causal": "causal",
-            "preset_padding": "remplissage à la fin",
-            "preset_leftCausal": "causal, remplissage au début",
-            "real": "Vrais mots (le reste est du remplissage)",
-            "realInvalid": "Vrais mots\u00a0: tapez un nombre entier de 1 à {max}"
-            "\u202f; d’ici là, le masque garde le dernier nombre valide, {used}.",
-            "maskCaption": "Le masque\u00a0: une case cochée permet à la requête "
-            "(ligne) de regarder la clé (colonne)",
-            "weightsCaption": "Les poids d’attention",
-            "corner": "requête ↓ clé →",
-            "may": "{query} peut regarder {key}",
-            "rowSum": "somme",
-            "quoted": "«\u00a0{word}\u00a0»",
-            "empty": "Ne peuvent rien regarder\u00a0: {words}. Leurs poids valent "
-            "tous 0, comme dans qkv.",
-            "fig_title": "Poids avec le masque",
-            "alt": "Carte de chaleur des poids d’attention des mots {words} avec "
-            "le masque\u00a0; les paires interdites ont un poids nul.",
-        },
+        "title": N_("Try it: edit the mask"),
+        "preset": N_("Mask"),
+        "preset_custom": N_("your own"),
+        "preset_all": N_("everything allowed"),
+        "preset_causal": N_("causal"),
+        "preset_padding": N_("padding at the end"),
+        "preset_leftCausal": N_("causal, padding in front"),
+        "real": N_("Real words (the rest is padding)"),
+        "realInvalid": N_(
+            "Real words: type a whole number from 1 to {max}; until "
+            "then the mask keeps the last valid count, {used}."
+        ),
+        "maskCaption": N_(
+            "The mask: a ticked box lets the query (row) attend to the key (column)"
+        ),
+        "weightsCaption": N_("The attention weights"),
+        "corner": N_("query ↓ key →"),
+        "may": N_("{query} may attend to {key}"),
+        "rowSum": N_("sum"),
+        "quoted": N_("“{word}”"),
+        "empty": N_(
+            "May attend to nothing: {words}. Their weights are all 0, as in qkv."
+        ),
+        "fig_title": N_("Weights with the mask"),
+        "alt": N_(
+            "Heatmap of the attention weights of the words {words} with "
+            "the mask; forbidden pairs have weight 0."
+        ),
     }
     scripts = ("explorable.js", "masking.js")
     build = "qkvMaskEditor"

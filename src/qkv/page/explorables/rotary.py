@@ -12,6 +12,7 @@ import torch
 from torch import Tensor
 
 from qkv.attention import scaled_dot_product_attention
+from qkv.language import N_
 from qkv.page.explorables._base import (
     Explorable,
     check_scale,
@@ -42,50 +43,29 @@ class RopeOffsets(Explorable):
 
     kind = "qkv-x-rope"
     LABELS = {
-        "en": {
-            "title": "Try it: rotary positions (RoPE)",
-            "m": "Position of the query, p",
-            "n": "Position of the first key",
-            "together": "Move both together",
-            "dials": "Key drawn in the circles",
-            "caption": "The query at position {m}; key j at position {n} + j",
-            "key": "Key",
-            "position": "Position",
-            "offset": "Offset p − position",
-            "score": "Score q·k",
-            "weight": "Weight",
-            "query": "query",
-            "keyLegend": "key",
-            "pair": "pair {i}",
-            "status": "Query at {m}, keys at {n} to {last}: offsets {first} to "
-            "{lastOffset}.",
-            "fig_title": "The query at position {m}, the keys from position {n}",
-            "fig_ylabel": "score q·k",
-            "alt": "Bar chart of the scores of a query at position {m} with keys at "
-            "positions {n} to {last}, all rotated by RoPE.",
-        },
-        "fr": {
-            "title": "À vous\u00a0: positions par rotation (RoPE)",
-            "m": "Position de la requête, p",
-            "n": "Position de la première clé",
-            "together": "Déplacer les deux ensemble",
-            "dials": "Clé dessinée dans les cercles",
-            "caption": "La requête en position {m}\u202f; la clé j en position {n} + j",
-            "key": "Clé",
-            "position": "Position",
-            "offset": "Décalage p − position",
-            "score": "Score q·k",
-            "weight": "Poids",
-            "query": "requête",
-            "keyLegend": "clé",
-            "pair": "paire {i}",
-            "status": "Requête en {m}, clés de {n} à {last}\u00a0: "
-            "décalages de {first} à {lastOffset}.",
-            "fig_title": "La requête en position {m}, les clés à partir de {n}",
-            "fig_ylabel": "score q·k",
-            "alt": "Diagramme en barres des scores d’une requête en position {m} avec "
-            "des clés en positions {n} à {last}, toutes tournées par RoPE.",
-        },
+        "title": N_("Try it: rotary positions (RoPE)"),
+        "m": N_("Position of the query, p"),
+        "n": N_("Position of the first key"),
+        "together": N_("Move both together"),
+        "dials": N_("Key drawn in the circles"),
+        "caption": N_("The query at position {m}; key j at position {n} + j"),
+        "key": N_("Key"),
+        "position": N_("Position"),
+        "offset": N_("Offset p − position"),
+        "score": N_("Score q·k"),
+        "weight": N_("Weight"),
+        "query": N_("query"),
+        "keyLegend": N_("key"),
+        "pair": N_("pair {i}"),
+        "status": N_(
+            "Query at {m}, keys at {n} to {last}: offsets {first} to {lastOffset}."
+        ),
+        "fig_title": N_("The query at position {m}, the keys from position {n}"),
+        "fig_ylabel": N_("score q·k"),
+        "alt": N_(
+            "Bar chart of the scores of a query at position {m} with keys at "
+            "positions {n} to {last}, all rotated by RoPE."
+        ),
     }
     scripts = ("explorable.js", "rotary.js")
     build = "qkvRopeOffsets"

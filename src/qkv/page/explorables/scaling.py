@@ -10,6 +10,7 @@ import math
 from torch import Tensor
 
 from qkv.attention import scaled_dot_product_attention
+from qkv.language import N_
 from qkv.page.explorables._base import Explorable
 from qkv.page.explorables.seeded import seeded_normal
 from qkv.validate import check_bool, check_int
@@ -31,51 +32,32 @@ class ScaledScores(Explorable):
 
     kind = "qkv-x-sdp"
     LABELS = {
-        "en": {
-            "title": "Try it: the size of the scores",
-            "dk": "Size of queries and keys, dₖ",
-            "dkValue": "dₖ = {dk}",
-            "scale": "Divide the scores by √dₖ",
-            "redraw": "New random vectors",
-            "seed": "(seed {seed})",
-            "axis": "The scores, one line per query, on an axis that stays fixed",
-            "corner": "query ↓ key →",
-            "caption": "Attention weights of {rows} random queries (rows) over "
-            "{cols} random keys (columns)",
-            "stats": "Scores: standard deviation {sd} (√dₖ = {sqrt}). Largest weight "
+        "title": N_("Try it: the size of the scores"),
+        "dk": N_("Size of queries and keys, dₖ"),
+        "dkValue": N_("dₖ = {dk}"),
+        "scale": N_("Divide the scores by √dₖ"),
+        "redraw": N_("New random vectors"),
+        "seed": N_("(seed {seed})"),
+        "axis": N_("The scores, one line per query, on an axis that stays fixed"),
+        "corner": N_("query ↓ key →"),
+        "caption": N_(
+            "Attention weights of {rows} random queries (rows) over "
+            "{cols} random keys (columns)"
+        ),
+        "stats": N_(
+            "Scores: standard deviation {sd} (√dₖ = {sqrt}). Largest weight "
             "of a row, on average over these {rows} rows: {top} (all weights "
-            "equal: {uniform}). Rows with a weight above 0.99: {onehot} of {rows}.",
-            "fig_scaled": "scores divided by √dₖ",
-            "fig_raw": "scores not divided",
-            "fig_title": "dₖ = {dk}, {scaling}",
-            "fig_key": "key",
-            "fig_query": "query",
-            "alt": "Heatmap of the attention weights of {rows} random queries over "
-            "{cols} random keys of size {dk}, {scaling}.",
-        },
-        "fr": {
-            "title": "À vous\u00a0: la taille des scores",
-            "dk": "Taille des requêtes et des clés, dₖ",
-            "dkValue": "dₖ = {dk}",
-            "scale": "Diviser les scores par √dₖ",
-            "redraw": "Nouveaux vecteurs aléatoires",
-            "seed": "(graine {seed})",
-            "axis": "Les scores, une ligne par requête, sur un axe qui ne bouge pas",
-            "corner": "requête ↓ clé →",
-            "caption": "Poids d’attention de {rows} requêtes aléatoires (lignes) sur "
-            "{cols} clés aléatoires (colonnes)",
-            "stats": "Scores\u00a0: écart type {sd} (√dₖ = {sqrt}). Plus grand poids "
-            "d’une ligne, en moyenne sur ces {rows}\u00a0lignes\u00a0: {top} "
-            "(poids tous égaux\u00a0: {uniform}). Lignes avec un poids au-dessus "
-            "de 0,99\u00a0: {onehot} sur {rows}.",
-            "fig_scaled": "scores divisés par √dₖ",
-            "fig_raw": "scores non divisés",
-            "fig_title": "dₖ = {dk}, {scaling}",
-            "fig_key": "clé",
-            "fig_query": "requête",
-            "alt": "Carte de chaleur des poids d’attention de {rows} requêtes "
-            "aléatoires sur {cols} clés aléatoires de taille {dk}, {scaling}.",
-        },
+            "equal: {uniform}). Rows with a weight above 0.99: {onehot} of {rows}."
+        ),
+        "fig_scaled": N_("scores divided by √dₖ"),
+        "fig_raw": N_("scores not divided"),
+        "fig_title": N_("dₖ = {dk}, {scaling}"),
+        "fig_key": N_("key"),
+        "fig_query": N_("query"),
+        "alt": N_(
+            "Heatmap of the attention weights of {rows} random queries over "
+            "{cols} random keys of size {dk}, {scaling}."
+        ),
     }
     scripts = ("explorable.js", "seeded.js", "scaling.js")
     build = "qkvScaledScores"

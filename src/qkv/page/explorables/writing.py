@@ -20,6 +20,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from qkv.language import N_
 from qkv.page.explorables._base import Explorable, plain
 from qkv.page.explorables.seeded import seeded_uniform
 from qkv.validate import check_int
@@ -63,87 +64,52 @@ class WriteLive(Explorable):
 
     kind = "qkv-x-write"
     LABELS = {
-        "en": {
-            "title": "Try it: the model writes, in your browser",
-            "keys": "Keys: Tab moves from control to control; in the prompt, Enter "
+        "title": N_("Try it: the model writes, in your browser"),
+        "keys": N_(
+            "Keys: Tab moves from control to control; in the prompt, Enter "
             "writes one token; in a number box, the up and down arrows change it "
             "(or type it); Enter or Space presses a button; Escape stops the "
-            "writing.",
-            "prompt": "Prompt",
-            "temperature": "Temperature (0 = greedy)",
-            "topK": "Top-k",
-            "seed": "Seed of the sampling",
-            "count": "Tokens to write",
-            "layer": "Layer",
-            "head": "Head",
-            "next": "Next token",
-            "write": "Write {count}",
-            "stop": "Stop",
-            "reset": "Reset",
-            "text": "The text: the prompt, then what the model wrote (in bold); "
+            "writing."
+        ),
+        "prompt": N_("Prompt"),
+        "temperature": N_("Temperature (0 = greedy)"),
+        "topK": N_("Top-k"),
+        "seed": N_("Seed of the sampling"),
+        "count": N_("Tokens to write"),
+        "layer": N_("Layer"),
+        "head": N_("Head"),
+        "next": N_("Next token"),
+        "write": N_("Write {count}"),
+        "stop": N_("Stop"),
+        "reset": N_("Reset"),
+        "text": N_(
+            "The text: the prompt, then what the model wrote (in bold); "
             "the background is the attention of the chosen head from the last "
-            "position (framed), darker for less",
-            "probsCaption": "The {shown} most likely next tokens after “{last}”",
-            "token": "Token",
-            "model": "Model (T = 1)",
-            "sampled": "Sampled from (T = {temperature}, top-k = {k})",
-            "skipped": "Not in the model’s vocabulary, skipped: {chars}.",
-            "quoted": "“{c}”",
-            "empty": "Type at least one character that the model knows.",
-            "full": "The text fills the model’s {max} positions: it can read no "
-            "more, so it writes no more. Reset, or shorten the prompt.",
-            "invalid": "Not valid, the last valid value is used: {what}.",
-            "status": "Tokens written: {written}; positions used: {used} of {max}.",
-            "size": "The weights: {params} numbers, {bytes} bytes as float32, "
-            "{chars} characters of base64 in this page.",
-            "fig_title": "Next-token probabilities after “{prompt}”",
-            "fig_ylabel": "probability",
-            "alt": "Bar chart of the {shown} most likely next characters after the "
-            "prompt “{prompt}”, the most likely “{best}”, with probability {p}.",
-        },
-        "fr": {
-            "title": "À vous\u00a0: le modèle écrit, dans votre navigateur",
-            "keys": "Touches\u00a0: Tab passe d’une commande à l’autre\u202f; dans "
-            "l’amorce, Entrée écrit un token\u202f; dans une case de nombre, les "
-            "flèches haut et bas le changent (ou tapez-le)\u202f; Entrée ou Espace "
-            "appuie sur un bouton\u202f; Échap arrête l’écriture.",
-            "prompt": "Amorce",
-            "temperature": "Température (0 = glouton)",
-            "topK": "Top-k",
-            "seed": "Graine du tirage",
-            "count": "Tokens à écrire",
-            "layer": "Couche",
-            "head": "Tête",
-            "next": "Token suivant",
-            "write": "Écrire {count}",
-            "stop": "Arrêter",
-            "reset": "Réinitialiser",
-            "text": "Le texte\u00a0: l’amorce, puis ce que le modèle a écrit (en "
-            "gras)\u202f; le fond est l’attention de la tête choisie depuis la "
-            "dernière position (encadrée), plus sombre pour moins",
-            "probsCaption": "Les {shown} tokens suivants les plus probables après "
-            "«\u00a0{last}\u00a0»",
-            "token": "Token",
-            "model": "Modèle (T = 1)",
-            "sampled": "Tirage (T = {temperature}, top-k = {k})",
-            "skipped": "Absents du vocabulaire du modèle, ignorés\u00a0: {chars}.",
-            "quoted": "«\u00a0{c}\u00a0»",
-            "empty": "Tapez au moins un caractère que le modèle connaît.",
-            "full": "Le texte remplit les {max} positions du modèle\u00a0: il ne "
-            "peut pas en lire plus, il n’écrit donc plus. Réinitialisez, ou "
-            "raccourcissez l’amorce.",
-            "invalid": "Valeur non valide, la dernière valide est gardée\u00a0: "
-            "{what}.",
-            "status": "Tokens écrits\u00a0: {written}\u202f; positions "
-            "utilisées\u00a0: {used} sur {max}.",
-            "size": "Les poids\u00a0: {params} nombres, {bytes} octets en float32, "
-            "{chars} caractères de base64 dans cette page.",
-            "fig_title": "Probabilités du token suivant après «\u00a0{prompt}\u00a0»",
-            "fig_ylabel": "probabilité",
-            "alt": "Diagramme en barres des {shown} caractères suivants les plus "
-            "probables après l’amorce «\u00a0{prompt}\u00a0», le plus probable "
-            "«\u00a0{best}\u00a0», de probabilité {p}.",
-        },
+            "position (framed), darker for less"
+        ),
+        "probsCaption": N_("The {shown} most likely next tokens after “{last}”"),
+        "token": N_("Token"),
+        "model": N_("Model (T = 1)"),
+        "sampled": N_("Sampled from (T = {temperature}, top-k = {k})"),
+        "skipped": N_("Not in the model’s vocabulary, skipped: {chars}."),
+        "quoted": N_("“{c}”"),
+        "empty": N_("Type at least one character that the model knows."),
+        "full": N_(
+            "The text fills the model’s {max} positions: it can read no "
+            "more, so it writes no more. Reset, or shorten the prompt."
+        ),
+        "invalid": N_("Not valid, the last valid value is used: {what}."),
+        "status": N_("Tokens written: {written}; positions used: {used} of {max}."),
+        "size": N_(
+            "The weights: {params} numbers, {bytes} bytes as float32, "
+            "{chars} characters of base64 in this page."
+        ),
+        "fig_title": N_("Next-token probabilities after “{prompt}”"),
+        "fig_ylabel": N_("probability"),
+        "alt": N_(
+            "Bar chart of the {shown} most likely next characters after the "
+            "prompt “{prompt}”, the most likely “{best}”, with probability {p}."
+        ),
     }
     scripts = ("explorable.js", "seeded.js", "writing.js")
     styles = ("explorable.css", "writing.css")
