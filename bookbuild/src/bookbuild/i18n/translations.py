@@ -1173,6 +1173,7 @@ def find_problems(root: Path, notices: list[str] | None = None) -> list[Problem]
                         )
                     )
         from bookbuild.i18n import code as code_messages
+        from bookbuild.i18n import terminology
 
         for where, what, msgid in code_messages.problems(root, language):
             page = where.split(".md:", 1)[0]
@@ -1181,6 +1182,7 @@ def find_problems(root: Path, notices: list[str] | None = None) -> list[Problem]
             kind = "untranslated" if what.endswith("not translated") else "markup"
             line = f"{language}: {where}: {what}: {_short(msgid)}"
             found.append(Problem(language, page, kind, line))
+        found += terminology.found(root, language)  # bookbuild.i18n.terminology
         if strict != ALL:
             for page in sorted(strict & book_pages):
                 if not po_path(root, language, page).is_file() and page in sources:
