@@ -7,7 +7,9 @@ open and close the sidebars, « Toggle primary sidebar » and « Toggle secondar
 sidebar », which sphinx-book-theme 1.1 writes in its templates without marking
 them for translation (its issue #998: absent from its catalogues), and the
 screen readers' label of each folded box's button, « Toggle hidden content »,
-which sphinx-togglebutton's script writes, in English only.
+which myst-nb writes on its folded cells and sphinx-togglebutton's script on
+its buttons, in English only; and the names of the theme's two menus, « Main »
+and « Page » (44 more, for screen readers).
 
 Answer: :data:`LABELS` gives each its translation. In a translated build, the
 written page's sidebar tooltips are replaced (``html-page-context``: the theme
@@ -34,6 +36,9 @@ LABELS: dict[str, dict[str, str]] = {
     "Toggle hidden content": {
         "fr": "Afficher ou masquer le contenu replié",
     },
+    # the names screen readers give the theme's two menus (pydata-sphinx-theme)
+    "Main": {"fr": "Navigation principale"},
+    "Page": {"fr": "Sommaire de la page"},
 }
 #: The labels written into a page's HTML (the theme's tooltips), as attributes.
 ATTRIBUTES = ("title", "aria-label")
