@@ -1730,7 +1730,7 @@ _FRENCH_PAIRS: tuple[tuple[str, str], ...] = (
             "the weights sums to 1."
         ),
         (
-            "Votre résultat correspond à un softmax sur la mauvaise dimension. Le "
+            "Votre résultat correspond à une softmax sur la mauvaise dimension. La "
             "softmax porte sur les clés, la dernière dimension (dim=-1), pour que "
             "chaque ligne des poids ait une somme de 1."
         ),
@@ -1765,7 +1765,7 @@ _FRENCH_PAIRS: tuple[tuple[str, str], ...] = (
         ),
         (
             "Votre résultat correspond à l'attention SANS le masque : le masque a "
-            "été ignoré. Appliquez-le aux scores avant le softmax, par exemple "
+            "été ignoré. Appliquez-le aux scores avant la softmax, par exemple "
             "scores.masked_fill(~attn_mask, float('-inf'))."
         ),
     ),
@@ -1790,7 +1790,7 @@ _FRENCH_PAIRS: tuple[tuple[str, str], ...] = (
         ),
         (
             "Votre résultat correspond à des scores masqués mis à 0. Un score de 0 "
-            "reçoit encore du poids après le softmax (exp(0) = 1) : mettez les "
+            "reçoit encore du poids après la softmax (exp(0) = 1) : mettez les "
             "scores masqués à float('-inf')."
         ),
     ),
@@ -1801,9 +1801,9 @@ _FRENCH_PAIRS: tuple[tuple[str, str], ...] = (
             "softmax."
         ),
         (
-            "Votre résultat correspond aux poids multipliés par le masque après le "
+            "Votre résultat correspond aux poids multipliés par le masque après la "
             "softmax : les lignes n'ont plus une somme de 1. Masquez les scores "
-            "avant le softmax."
+            "avant la softmax."
         ),
     ),
     (
@@ -1816,10 +1816,10 @@ _FRENCH_PAIRS: tuple[tuple[str, str], ...] = (
         ),
         (
             "Une requête dont la ligne du masque est entièrement False a reçu NaN : "
-            "le softmax d'une ligne de -inf vaut 0/0. La convention du livre : des "
+            "la softmax d'une ligne de -inf vaut 0/0. La convention du livre : des "
             "poids nuls et une sortie nulle pour une requête qui ne peut rien "
             "regarder, jamais NaN ; par exemple weights = weights.nan_to_num(0.0) "
-            "après le softmax (voir qkv.scaled_dot_product_attention)."
+            "après la softmax (voir qkv.scaled_dot_product_attention)."
         ),
     ),
     (
@@ -1843,7 +1843,7 @@ _FRENCH_PAIRS: tuple[tuple[str, str], ...] = (
             "by a sum of zero."
         ),
         (
-            "NaN vient le plus souvent d'un softmax sur une ligne de -inf, ou d'une "
+            "NaN vient le plus souvent d'une softmax sur une ligne de -inf, ou d'une "
             "division par une somme nulle."
         ),
     ),
@@ -1863,7 +1863,7 @@ _FRENCH_PAIRS: tuple[tuple[str, str], ...] = (
             "softmax(scores)."
         ),
         (
-            "Vos poids correspondent aux scores avant le softmax. Renvoyez les "
+            "Vos poids correspondent aux scores avant la softmax. Renvoyez les "
             "poids, softmax(scores)."
         ),
     ),
@@ -2056,7 +2056,7 @@ _FRENCH_PAIRS: tuple[tuple[str, str], ...] = (
             "(key.T reverses every dim) and count dims from the end (dim=-1)."
         ),
         (
-            "Votre code passait avec {good} mais échoue avec {bad}. Pour fonctionner "
+            "Votre code passe {good} mais échoue {bad}. Pour fonctionner "
             "avec un nombre quelconque de dimensions de lot en tête, transposez avec "
             "key.transpose(-2, -1) (key.T inverse toutes les dimensions) et comptez "
             "les dimensions à partir de la fin (dim=-1)."
@@ -2070,7 +2070,7 @@ _FRENCH_PAIRS: tuple[tuple[str, str], ...] = (
             ".transpose(-3, -2)."
         ),
         (
-            "Votre code passait avec {good} mais échoue avec {bad}. Pour fonctionner "
+            "Votre code passe {good} mais échoue {bad}. Pour fonctionner "
             "avec un nombre quelconque de dimensions de lot en tête, décomposez la "
             "forme en *batch, T, D = x.shape, remodelez en (*batch, T, H, E) et "
             "comptez les dimensions à partir de la fin : .transpose(-3, -2)."
@@ -2084,7 +2084,7 @@ _FRENCH_PAIRS: tuple[tuple[str, str], ...] = (
             ".transpose(-3, -2). The same holds for key.transpose(-2, -1) and dim=-1."
         ),
         (
-            "Votre code passait avec {good} mais échoue avec {bad}. Pour fonctionner "
+            "Votre code passe {good} mais échoue {bad}. Pour fonctionner "
             "avec un nombre quelconque de dimensions de lot en tête, décomposez la "
             "forme en *batch, T, D = x.shape, remodelez en (*batch, T, H, E) et "
             "comptez les dimensions à partir de la fin : .transpose(-3, -2). Il en "
@@ -2110,9 +2110,11 @@ _FRENCH_PAIRS: tuple[tuple[str, str], ...] = (
             "les poids soient vérifiés aussi."
         ),
     ),
-    ("no batch dim", "aucune dimension de lot"),
-    ("one batch dim", "une dimension de lot"),
-    ("{n} batch dims", "{n} dimensions de lot"),
+    # the preposition goes with the fragment: « passe sans dimension de lot mais
+    # échoue avec une dimension de lot », never « avec aucune »
+    ("no batch dim", "sans dimension de lot"),
+    ("one batch dim", "avec une dimension de lot"),
+    ("{n} batch dims", "avec {n} dimensions de lot"),
     (
         "The output has the wrong shape: expected {form} = {expected}, got {got}.",
         ("La sortie a la mauvaise forme : attendu {form} = {expected}, obtenu {got}."),
