@@ -260,6 +260,10 @@ def french_number(number: str) -> str:
     return re.sub(r"[\u00a0\u202f]", "", number).replace(",", ".")
 
 
+#: Words in math (``\text{nose}``), which a translation translates (``\text{nez}``).
+MATH_WORDS = re.compile(r"\\text\{[^{}$]*\}")
+
+
 def markup(text: str, language: str = "en") -> Counter:
     """What a translation must keep of ``text``: roles (by target; glued values
     whole), math spans, inline code, footnote references, link targets, the
@@ -278,7 +282,8 @@ def markup(text: str, language: str = "en") -> Counter:
         kept[f"{{{role}}}`{content.strip()}`"] += 1
     rest = ROLE.sub(" ", text)
     for display, inline in MATH.findall(rest):
-        kept["$" + " ".join((display or inline).split()) + "$"] += 1
+        math = MATH_WORDS.sub(r"\\text{…}", display or inline)  # words: translated
+        kept["$" + " ".join(math.split()) + "$"] += 1
     rest = MATH.sub(" ", rest)
     for double, single in LITERAL.findall(rest):
         kept[f"`{double or single}`"] += 1
