@@ -595,3 +595,13 @@ def test_a_page_that_left_the_book_is_not_checked(tmp_path):
     )
     (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: b\n")
     assert set(catalogues.message_files(tmp_path, "fr")) == {"b"}
+
+
+def test_words_in_math_are_translated_the_rest_of_the_math_kept():
+    from bookbuild.i18n.checks import markup_problems
+
+    english = r"the key $\mathbf{k}_{\text{nose}} = [0.1, 0.3]$"
+    french = r"la clé $\mathbf{k}_{\text{nez}} = [0.1, 0.3]$"
+    assert markup_problems(english, french) == []
+    assert markup_problems(english, r"la clé $\mathbf{k}_{\text{nez}} = [0.2, 0.3]$")
+    assert markup_problems(english, r"la clé $\mathbf{q}_{\text{nez}} = [0.1, 0.3]$")

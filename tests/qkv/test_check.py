@@ -244,6 +244,27 @@ def test_attention_mistake_is_named(student, case, hint):
     assert_names(error, "check_scaled_dot_product_attention", case, hint)
 
 
+@pytest.mark.filterwarnings("ignore:The use of `x.T`:UserWarning")  # key.T
+@pytest.mark.parametrize(
+    ("student", "said"),
+    [
+        (attention_key_dot_t, "passe sans dimension de lot mais échoue avec une"),
+        (partial(student_attention, dim=-2), "une softmax sur la mauvaise dimension"),
+    ],
+)
+def test_french_hints_are_grammatical_and_say_la_softmax(student, said):
+    """« passe sans dimension de lot », never « passait avec aucune »; « la
+    softmax », as the book says it (review french-edition-2, fixes 1 and 2)."""
+    try:
+        qkv.set_language("fr")
+        error = failure(check_scaled_dot_product_attention, student)
+    finally:
+        qkv.set_language("en")
+    message = " ".join(str(error).split())
+    assert said in message, message
+    assert "avec aucune" not in message and "un softmax" not in message
+
+
 def test_attention_message_says_what_came_back():
     error = failure(
         check_scaled_dot_product_attention, partial(student_attention, divide_by="8")

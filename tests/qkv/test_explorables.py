@@ -906,3 +906,21 @@ def test_a_right_to_left_override_in_a_word_cannot_mirror_the_numbers(
         assert not page.errors, page.errors
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("lang, quotes", [("en", "“”"), ("fr", "«»")])
+def test_the_static_alt_quotes_the_words_as_its_language_does(lang, quotes):
+    """The words of an alt text are quoted “a” in English, « a » in French."""
+    from qkv.page.explorables.by_hand import attention_by_hand
+    from qkv.page.explorables.masking import mask_editor
+
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(3, 2, generator=gen)
+    for explorable in (
+        attention_by_hand(x, ["one", "two", "three"], lang=lang),
+        mask_editor(x, ["one", "two", "three"], lang=lang),
+    ):
+        alt = explorable.static_alt()
+        assert quotes[0] in alt and quotes[1] in alt, alt
+        other = "«»" if lang == "en" else "“”"
+        assert other[0] not in alt and other[1] not in alt, alt

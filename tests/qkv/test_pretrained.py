@@ -436,3 +436,22 @@ def test_a_missing_token_is_named_in_the_language_of_the_page():
         )
     finally:
         qkv.set_language("en")
+
+
+@pytest.mark.parametrize(
+    "lang, words", [("en", ("Layer", "Head")), ("fr", ("Couche", "Tête"))]
+)
+def test_head_view_without_script_names_its_menus_in_qkv_s_language(lang, words):
+    """What the page shows before its script runs (or without it) is in the
+    language of the notebook that made it, as the static figure."""
+    import qkv
+
+    before = qkv.get_language()
+    qkv.set_language(lang)
+    try:
+        page = head_view(evil_maps())._repr_html_()
+    finally:
+        qkv.set_language(before)
+    layer = re.search(r'class="qkv-hv-layer-name">([^<]*)<', page).group(1)
+    head = re.search(r'class="qkv-hv-head-name">([^<]*)<', page).group(1)
+    assert (layer, head) == words

@@ -85,6 +85,7 @@ def type_into(page, text: str) -> None:
 def focused(page) -> str:
     return page.evaluate(
         "document.activeElement.type === 'select-one' ? 'select' : "
+        "document.activeElement.classList.contains('qkv-x-number') ? 'number' : "
         "document.activeElement.type"
     )
 
@@ -123,7 +124,7 @@ def test_driven_with_the_keyboard_the_bytes_are_qkvs(calculator, lang):
     assert shown(root) == expected(lang, 8192, 64, 8, 80, tokens=131072)
     page.keyboard.press("Tab")  # the slider: one power of two up
     page.keyboard.press("ArrowRight")
-    assert root.locator("input[type=number]").nth(4).input_value() == "262144"
+    assert root.locator("input.qkv-x-number").nth(4).input_value() == "262144"
     page.keyboard.press("Tab")
     type_into(page, "8")  # a batch of 8
     assert shown(root) == expected(lang, 8192, 64, 8, 80, tokens=262144, batch=8)
@@ -151,7 +152,7 @@ def test_driven_with_the_keyboard_the_bytes_are_qkvs(calculator, lang):
 def test_numbers_that_do_not_fit_are_said_in_the_page(calculator, lang):
     page, root = calculator(lang)
     labels = KVCacheCalculator.LABELS[lang]
-    boxes = root.locator("input[type=number]")
+    boxes = root.locator("input.qkv-x-number")
     note = root.locator(".qkv-x-note")
     assert note.get_attribute("aria-live") == "polite"
     boxes.nth(2).focus()  # H_kv = 3 does not divide H = 64
@@ -174,7 +175,7 @@ def test_numbers_that_do_not_fit_are_said_in_the_page(calculator, lang):
 def test_huge_numbers_scroll_inside_the_widget(calculator):
     page, root = calculator("en")
     assert page_is_not_wider(page)
-    boxes = root.locator("input[type=number]")
+    boxes = root.locator("input.qkv-x-number")
     # the largest reader's model the page takes: every size in PiB, long
     for index, value in enumerate(["1048576", "1", "1", "10000", "1000000000"]):
         boxes.nth(index).focus()

@@ -21,6 +21,7 @@ import torch
 import qkv
 from bookbuild.tools.browser import open_page, wait_for_math
 from qkv.page.explorables._base import SHARED_LABELS
+from qkv.page.explorables.by_hand import AttentionByHand
 from qkv.page.explorables.masking import MaskEditor
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,7 +78,7 @@ def test_an_overflow_is_said_in_the_page_language_and_cleared(open_explorable, l
     assert note.get_attribute("aria-live") == "polite"
     message = SHARED_LABELS[lang]["overflow"]
     assert message not in note.text_content()
-    box = root.locator("tbody tr.qkv-x-current input[type=number]").first
+    box = root.locator("tbody tr.qkv-x-current input.qkv-x-number").first
     before = box.input_value()
     box.fill("1e200")  # the query's score with itself, 1e400, overflows a double
     assert message in note.text_content()
@@ -96,7 +97,7 @@ def test_an_invalid_count_of_real_words_is_said_next_to_it(open_explorable, lang
     page, root = open_explorable("qkv-x-mask", lang)
     data = json.loads(root.locator(".qkv-w-data").text_content())
     n_words, first_count = len(data["words"]), data["real_words"]
-    real = root.locator("input[type=number]")
+    real = root.locator("input.qkv-x-number")
     warning = real.get_attribute("aria-describedby")
     region = root.locator(f"[id='{warning}']")
     assert region.get_attribute("role") == "status"
@@ -144,7 +145,7 @@ def test_the_mask_grid_is_one_tab_stop_and_the_arrows_move_in_it(open_explorable
         assert inside and index >= 0, "the focus left the grid"
         return divmod(index, n)
 
-    root.locator("input[type=number]").focus()
+    root.locator("input.qkv-x-number").focus()
     page.keyboard.press("Tab")  # one Tab: into the grid, on its first box
     assert where() == (0, 0)
     moves = [
@@ -183,7 +184,7 @@ def test_the_mask_grid_is_one_tab_stop_and_the_arrows_move_in_it(open_explorable
     page.keyboard.press("Shift+Tab")  # back in, on the box last focused
     assert where() == (i, j)
     page.keyboard.press("Shift+Tab")  # and out again, to the count of real words
-    assert page.evaluate("document.activeElement.type") == "number"
+    assert page.evaluate("document.activeElement.className") == "qkv-x-number"
     assert not page.errors, page.errors
 
 
@@ -209,4 +210,49 @@ def test_on_an_english_page_the_points_stay(open_explorable):
     page, root = open_explorable("qkv-x-mask")
     text = root.locator(".qkv-w-live").inner_text()
     assert ENGLISH_DECIMAL.search(text) and not FRENCH_DECIMAL.search(text), text
+    assert not page.errors, page.errors
+
+
+# --- numbers the reader types: either decimal separator, never a silent other number
+
+
+@pytest.mark.parametrize("lang, typed", [("fr", "0,9"), ("en", "0.9"), ("en", "0,9")])
+def test_a_typed_decimal_is_read_as_the_reader_means_it(open_explorable, lang, typed):
+    page, root = open_explorable("qkv-x-abh", lang)
+    data = json.loads(root.locator(".qkv-w-data").text_content())
+    x = torch.tensor(data["x"], dtype=torch.float64)
+    box = root.locator("tbody tr").first.locator("input.qkv-x-number").first
+    shown = box.input_value()  # the page's own format
+    assert ("," if lang == "en" else ".") not in shown, shown
+    box.fill(typed)
+    x[0, 0] = 0.9
+    q = int(root.get_attribute("data-query"))
+    scores = torch.tensor(json.loads(root.get_attribute("data-scores")))
+    torch.testing.assert_close(scores, (x @ x[q]).float(), rtol=0, atol=1e-9)
+    assert box.get_attribute("aria-invalid") is None
+    assert not page.errors, page.errors
+
+
+@pytest.mark.parametrize("lang", ["en", "fr"])
+def test_what_cannot_be_read_is_refused_with_a_message(open_explorable, lang):
+    page, root = open_explorable("qkv-x-abh", lang)
+    message = AttentionByHand.LABELS[lang]["invalid"]
+    box = root.locator("tbody tr").first.locator("input.qkv-x-number").first
+    box.fill("0,5")
+    scores = root.get_attribute("data-scores")
+    wrong = ["abc", "0,5,1", "1.2.3", ""] + (["1,500"] if lang == "en" else [])
+    for text in wrong:  # the last number is kept, and said
+        box.fill(text)
+        assert box.get_attribute("aria-invalid") == "true", text
+        assert message in described_by(box), text
+        assert root.get_attribute("data-scores") == scores, text
+    box.fill("\u22120,5")  # a typographic minus: a number again, the message goes
+    assert box.get_attribute("aria-invalid") is None
+    assert message not in described_by(box)
+    assert root.get_attribute("data-scores") != scores
+    box.press("ArrowUp")  # the step of a number box, shown as the page writes it
+    stepped = box.input_value()
+    assert ("," if lang == "en" else ".") not in stepped, stepped
+    step = json.loads(root.locator(".qkv-w-data").text_content())["step"]
+    assert float(stepped.replace(",", ".")) == pytest.approx(-0.5 + step)
     assert not page.errors, page.errors

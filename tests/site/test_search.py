@@ -19,6 +19,7 @@ from bookbuild.site.search_index import (
     entries_to_index,
     fold,
     folding,
+    plurals,
     search_language,
 )
 
@@ -78,15 +79,32 @@ def test_a_glossary_term_and_its_original_are_two_entries():
         ("ALiBi", "term-ALiBi", "main"),
         ("softmax (function)", "index-0", ""),  # not a glossary term: as it is
     ]
-    assert entries_to_index(entries) == [
+    indexed = entries_to_index(entries)
+    assert {
         ("ALiBi", "term-ALiBi", "main"),
         ("causal mask", "term-causal-mask", "main"),
         ("head", "term-head", "main"),
         ("masque causal", "term-causal-mask", "main"),
         ("softmax (function)", "index-0", ""),
         ("tete", "term-head", "main"),
+    } <= set(indexed)
+    assert {text for text, anchor, _ in indexed if anchor == "term-ALiBi"} == {"ALiBi"}
+    assert [e for e in indexed if e[1] == "index-0"] == [entries[-1]]
+    assert entries_to_index(indexed) == indexed  # a second pass: the same index
+
+
+def test_a_glossary_term_is_indexed_with_its_plurals():
+    entries = [
+        ("masque causal (causal mask)", "term-causal-mask", "main"),
+        ("requête (query)", "term-query", "main"),
+        ("tête d’attention (attention head)", "term-head", "main"),
+        ("auto-attention (self-attention)", "term-self", "main"),
     ]
-    assert entries_to_index(entries_to_index(entries)) == entries_to_index(entries)
+    texts = {text for text, _, _ in entries_to_index(entries)}
+    plural = {"masques causaux", "causal masks", "requetes", "queries"}
+    plural |= {"tetes d'attention", "attention heads", "auto-attentions"}
+    assert plural <= texts, plural - texts
+    assert plurals("softmax") == set() and plurals("RoPE") == set()
 
 
 # -- the built site, in Chromium -----------------------------------------------------
@@ -184,6 +202,8 @@ def test_the_glossary_comes_first_for_each_of_its_terms(site, browser, language)
         term, _, original = text.partition(" (")
         for query in {term, original.removesuffix(")"), fold(term)} - {""}:
             queries[query] = anchor
+    plural = PLURALS[language]  # "requêtes" finds the glossary first, as "requête"
+    queries.update({query: queries[singular] for query, singular in plural.items()})
     with Page(browser, f"{site}/{folder}search.html") as page:
         found = page.results(*queries)
         assert not page.errors, page.errors
@@ -196,6 +216,14 @@ def test_the_glossary_comes_first_for_each_of_its_terms(site, browser, language)
         if first[query] != f"book/glossary.html#{anchor}"
     }
     assert not wrong, f"{len(wrong)} of {len(queries)} terms: {wrong}"
+
+
+#: Plurals of core terms, each with the singular the glossary writes.
+PLURALS = {
+    "en": {"queries": "query", "keys": "key", "heads": "head"},
+    "fr": {"requêtes": "requête", "requetes": "requête", "clés": "clé"}
+    | {"têtes": "tête"},
+}
 
 
 def switch_language(page, name: str) -> None:

@@ -194,18 +194,21 @@ class HeadView(Widget):
             for i, token in enumerate(tokens)
         )
         height = ROW_HEIGHT * len(tokens)
+        # in qkv's language (the French notebook's), as the static figure; the
+        # script writes them again in the page's
+        words = {k: html.escape(v) for k, v in LABELS[get_language()].items()}
         return (
             '<div class="qkv-hv-controls">'
-            '<label><span class="qkv-hv-layer-name">Layer</span>'
+            f'<label><span class="qkv-hv-layer-name">{words["layer"]}</span>'
             f'<select class="qkv-hv-layer">{layer_options}</select></label>'
-            '<label><span class="qkv-hv-head-name">Head</span>'
+            f'<label><span class="qkv-hv-head-name">{words["head"]}</span>'
             f'<select class="qkv-hv-head">{head_options}</select></label>'
             "</div>"
             '<div class="qkv-hv-body">'
-            f'<ol class="qkv-hv-left" aria-label="attending tokens">{column}</ol>'
+            f'<ol class="qkv-hv-left" aria-label="{words["attending"]}">{column}</ol>'
             f'<svg class="qkv-hv-lines" width="{LINES_WIDTH}" height="{height}" '
             f'aria-hidden="true"></svg>'
-            f'<ol class="qkv-hv-right" aria-label="attended tokens">{column}</ol>'
+            f'<ol class="qkv-hv-right" aria-label="{words["attended"]}">{column}</ol>'
             "</div>"
             '<p class="qkv-hv-status" aria-live="polite"></p>'
         )

@@ -107,19 +107,20 @@ SCALING = (
     # the naive slope steeper, its time per score rising; the size of the cache known
     "The naive version's slope is the steeper, and the lower panel shows why: its "
     "time *per score* rises from {0} ns at {1} tokens to {2} ns at {3}, while the "
-    "fused kernel's is {4} ns and {5} ns. The naive version writes whole *T* × *T* "
-    "matrices to memory (the table below measures them). Once they outgrow the "
-    "processor's caches (one core's level-{6} cache holds {7} MiB; one matrix of "
-    "{8} tokens takes {9} MiB), every score makes a trip to slower memory and "
-    "back. The fused kernel never holds a whole matrix (the table below measures "
-    "that too).",
+    "fused kernel's is {4} ns at {5} and {6} ns at {7}. The naive version writes "
+    "whole *T* × *T* matrices to memory (the table below measures them). Once they "
+    "outgrow the processor's caches (one core's level-{8} cache holds {9} MiB; one "
+    "matrix of {10} tokens takes {11} MiB), every score makes a trip to slower memory "
+    "and back. The fused kernel never holds a whole matrix (the table below "
+    "measures that too).",
     # the same, the size of the cache unknown
     "The naive version's slope is the steeper, and the lower panel shows why: its "
     "time *per score* rises from {0} ns at {1} tokens to {2} ns at {3}, while the "
-    "fused kernel's is {4} ns and {5} ns. The naive version writes whole *T* × *T* "
-    "matrices to memory (the table below measures them). Once they outgrow the "
-    "processor's caches, every score makes a trip to slower memory and back. The "
-    "fused kernel never holds a whole matrix (the table below measures that too).",
+    "fused kernel's is {4} ns at {5} and {6} ns at {7}. The naive version writes "
+    "whole *T* × *T* matrices to memory (the table below measures them). Once they "
+    "outgrow the processor's caches, every score makes a trip to slower memory and "
+    "back. The fused kernel never holds a whole matrix (the table below measures "
+    "that too).",
     # anything else
     "The count predicts a slope of {0}. On a real machine, fixed costs and the "
     "layers of memory bend the curves: the count gives the trend, not every point.",
@@ -368,7 +369,9 @@ def scaling_verdict(
         ns_per_score(naive_seconds, -1),
         f"{last:,}",
         ns_per_score(fused_seconds, fit_from),
+        f"{first:,}",
         ns_per_score(fused_seconds, -1),
+        f"{last:,}",
     ]
     if index == 2:
         return Phrase(SCALING, 2, *values)

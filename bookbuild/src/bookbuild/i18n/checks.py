@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bookbuild.i18n import code as code_messages
+from bookbuild.i18n import terminology
 from bookbuild.i18n.catalogues import (
     ALL,
     GETTEXT,
@@ -59,6 +60,10 @@ def french_number(number: str) -> str:
     return re.sub(r"[\u00a0\u202f]", "", number).replace(",", ".")
 
 
+#: Words in math (``\\text{nose}``), which a translation translates (``\\text{nez}``).
+MATH_WORDS = re.compile(r"\\text\{[^{}$]*\}")
+
+
 def markup(text: str, language: str = "en") -> Counter:
     """What a translation must keep of ``text``: roles (by target; glued values
     whole), math spans, inline code, footnote references, link targets, the
@@ -77,7 +82,8 @@ def markup(text: str, language: str = "en") -> Counter:
         kept[f"{{{role}}}`{content.strip()}`"] += 1
     rest = ROLE.sub(" ", text)
     for display, inline in MATH.findall(rest):
-        kept["$" + " ".join((display or inline).split()) + "$"] += 1
+        math = MATH_WORDS.sub(r"\\text{…}", display or inline)  # words: translated
+        kept["$" + " ".join(math.split()) + "$"] += 1
     rest = MATH.sub(" ", rest)
     for double, single in LITERAL.findall(rest):
         kept[f"`{double or single}`"] += 1
@@ -242,6 +248,10 @@ def find_problems(root: Path, notices: list[str] | None = None) -> list[Problem]
             kind = "untranslated" if what.endswith("not translated") else "markup"
             line = f"{language}: {where}: {what}: {_short(msgid)}"
             found.append(Problem(language, page, kind, line))
+        found += [  # one word for each core term (bookbuild.i18n.terminology)
+            Problem(language, page, "terminology", line)
+            for page, line in terminology.problems(root, language)
+        ]
         if strict != ALL:
             for page in sorted(strict & book_pages):
                 if not po_path(root, language, page).is_file() and page in sources:

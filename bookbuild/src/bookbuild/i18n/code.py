@@ -103,6 +103,8 @@ TEXT_KEYWORDS = frozenset(
 SHOWN_WIDTH = 77
 _WORDS = re.compile(r"[A-Za-z]{2,}[^\n]*\s+[^\n]*[A-Za-z]{2,}")
 _LETTERS = re.compile(r"[A-Za-z]{2,}")
+#: Quotation marks: a shown text quoting fields ("'{a}' → '{b}'") is translated.
+_QUOTED = re.compile("['\"\u2018\u2019\u201c\u201d]")
 _STRING = re.compile(r"^(?P<prefix>[rRbBuUfF]*)(?P<quote>'''|\"\"\"|'|\")", re.S)
 _IDENTIFIER = re.compile(r"^[A-Za-z_]\w*$")
 _LAYOUT = {
@@ -236,8 +238,10 @@ def units(code: str, first_line: int = 1, shown: bool = True) -> list[Unit]:
             words = _FIELD.sub(" ", text)  # an f-string's fields are code
             if any(call in GLUED for call in stack):
                 pass  # glued into the prose: the page's catalogue translates it
-            elif _ALIGNMENT.match(text) or not _LETTERS.search(words):
-                pass  # a table's column alignment ("lrr"), a number's format
+            elif _ALIGNMENT.match(text) or not (
+                _LETTERS.search(words) or (readable and _QUOTED.search(words))
+            ):  # a table's column alignment ("lrr"), a number's format; not
+                pass  # a shown "'{a}' → '{b}'", whose quotes French writes « »
             elif readable or (
                 _WORDS.search(words) and re.search(r"\s", _FIELD.sub("", text))
             ):  # two words, not a key built of fields ("aoi-{role}-weight")

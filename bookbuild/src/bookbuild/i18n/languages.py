@@ -68,6 +68,7 @@ FIXES = (
     "bookbuild.i18n.numbers",
     "bookbuild.i18n.citations",
     "bookbuild.i18n.code",
+    "bookbuild.i18n.frame",
 )
 
 

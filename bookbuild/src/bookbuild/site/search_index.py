@@ -47,8 +47,10 @@ ordered by title: first for 32 of its 66 French terms only, down to 18th
 14 of the 25 terms that have some found nothing.
 
 Answer: a glossary entry of the form "term (English term)" is indexed as both
-terms, each of which matches itself exactly. The printed index
-(``genindex.html``) keeps the term as the glossary writes it.
+terms, each of which matches itself exactly. Each is indexed with its plurals
+too (:func:`plurals`): Sphinx compares the query with an entry as text, so
+"requêtes" did not match the entry "requête" and put the glossary 18th. The
+printed index (``genindex.html``) keeps the term as the glossary writes it.
 
 A change of what this module writes into the index changes
 ``book_search_index_version`` (a configuration value of category ``html``),
@@ -59,6 +61,7 @@ index is never half of one version and half of another.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -72,7 +75,7 @@ from bookbuild import patches
 from bookbuild.site.style import FOLDER
 
 #: Changed whenever the words or entries written into the index change.
-INDEX_VERSION = "accents and apostrophes folded, glossary terms split, 2"
+INDEX_VERSION = "accents and apostrophes folded, glossary terms split, plurals, 3"
 #: The page that runs the search, and the script that folds its query.
 SEARCH_PAGE = "search"
 SEARCH_SCRIPT = "search.js"
@@ -127,13 +130,60 @@ def search_language(config) -> type[SearchLanguage] | None:
 
 
 _TERM_AND_ORIGINAL = re.compile(r"^(?P<term>.+?)\s+\((?P<original>[^()]+)\)$")
+#: Words after which a term's words are no longer its head ("tête d'attention",
+#: "head of attention"): they stay as they are in its plural.
+_LINKS = frozenset(
+    "de du des à a au aux en par pour sur avec sans of for in on with per to".split()
+)
+
+
+def _plurals_of_word(word: str) -> set[str]:
+    """The plurals a reader may type of one word, French or English. Every
+    plural ends in s, x or z, which has no other plural: a plural's plural is
+    itself (the index is the same after a second pass)."""
+    if "-" in word:  # "auto-attention": its last part
+        first, _, last = word.rpartition("-")
+        return {f"{first}-{form}" for form in _plurals_of_word(last)}
+    if not word.isalpha() or any(c.isupper() for c in word[1:]):
+        return {word}  # an acronym (RoPE, KV), a number, "d'attention"
+    if re.search(r"[sxz]$", word, re.I):
+        return {word}
+    if word.endswith("al"):
+        return {word + "s", word[:-2] + "aux"}  # "causals", "causaux"
+    if re.search(r"(eau|au|eu)$", word):
+        return {word + "x", word + "s"}
+    if re.search(r"[^aeiou]y$", word):
+        return {word[:-1] + "ies", word + "s"}
+    if re.search(r"(ch|sh)$", word):
+        return {word + "es", word + "s"}
+    return {word + "s"}
+
+
+def plurals(text: str) -> set[str]:
+    """The plurals of a glossary term: its head words all in the plural, as
+    French writes them ("masques causaux"), and its last head word alone, as
+    English does ("causal masks"); the rest of the term as it is."""
+    words = text.split(" ")
+    head = next(
+        (i for i, w in enumerate(words) if w.lower() in _LINKS or "'" in w),
+        len(words),
+    )
+    if head == 0:
+        return set()
+    found = set()
+    for forms in itertools.product(*(_plurals_of_word(w) for w in words[:head])):
+        found.add(" ".join([*forms, *words[head:]]))
+    for form in _plurals_of_word(words[head - 1]):
+        found.add(" ".join([*words[: head - 1], form, *words[head:]]))
+    return found - {text}
 
 
 def entries_to_index(
     entries: Iterable[tuple[str, str, str]],
 ) -> list[tuple[str, str, str]]:
     """A page's index entries (entry, anchor, main) as the search should know
-    them: folded, and a glossary term "term (original)" as both terms."""
+    them: folded, a glossary term "term (original)" as both terms, and a
+    glossary term with its plurals (:func:`plurals`)."""
     found: set[tuple[str, str, str]] = set()
     for entry, anchor, main in entries:
         match = _TERM_AND_ORIGINAL.match(entry)
@@ -141,6 +191,8 @@ def entries_to_index(
             texts = [match["term"], match["original"]]
         else:
             texts = [entry]
+        if anchor.startswith("term-"):  # "requêtes" finds the glossary first too
+            texts += [plural for text in texts for plural in plurals(text)]
         found.update((fold(text), anchor, main) for text in texts)
     return sorted(found)
 

@@ -109,7 +109,10 @@ def nice(values: Tensor, digits: int = 7) -> list:
     return np.vectorize(lambda v: float(f"{v:.{digits}g}"))(values.numpy()).tolist()
 
 
-def word_list(words: Sequence[str]) -> str:
+def word_list(words: Sequence[str], lang: str | None = None) -> str:
+    """The words quoted as ``lang`` quotes them: “a”, “b” or « a », « b »."""
+    if lang == "fr":
+        return ", ".join(f"«\u00a0{isolated(w)}\u00a0»" for w in words)
     return ", ".join(f"“{isolated(w)}”" for w in words)
 
 

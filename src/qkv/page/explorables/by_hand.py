@@ -128,7 +128,7 @@ class AttentionByHand(Explorable):
 
     def static_alt(self) -> str:
         return self._text(
-            "alt", word=self.words[self.query], words=word_list(self.words)
+            "alt", word=self.words[self.query], words=word_list(self.words, self.lang)
         )
 
     def __repr__(self) -> str:

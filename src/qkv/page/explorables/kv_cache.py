@@ -182,7 +182,7 @@ class KVCacheCalculator(Explorable):
         # the boxes hold their largest numbers, a size never breaks before its
         # unit (a long one scrolls inside the widget), the bars' column has room
         return (
-            f"#{root_id} input[type=number] {{ width: 6.5em; }}"
+            f"#{root_id} input.qkv-x-number {{ width: 6.5em; }}"
             f"#{root_id} input.qkv-x-wide {{ width: 8em; }}"
             f"#{root_id} table.qkv-x-kv-table td {{ white-space: nowrap; }}"
             f"#{root_id} td.qkv-x-kv-glance {{ min-width: 8em; text-align: left; }}"

@@ -132,7 +132,7 @@ class MaskEditor(Explorable):
         return fig
 
     def static_alt(self) -> str:
-        return self._text("alt", words=word_list(self.words))
+        return self._text("alt", words=word_list(self.words, self.lang))
 
     def __repr__(self) -> str:
         allowed = int(self.mask.sum())

@@ -7,8 +7,8 @@
 /* global qkvExplorable */
 
 function qkvAttentionByHand(root, data, live) {
-  var {t, el, fmt, finite, softmax, publish, title, labelled, status, warning} =
-    qkvExplorable(root, data, live);
+  var {t, el, fmt, parse, numberBox, finite, softmax, publish, title, labelled, status,
+    warning} = qkvExplorable(root, data, live);
   var words = data.words, x = data.x, T = words.length, D = x[0].length;
   var dec = data.decimals, invalid = {};
   title(t("title"));
@@ -22,10 +22,10 @@ function qkvAttentionByHand(root, data, live) {
   words.forEach(function (word, j) {
     var cells = [el("th", {scope: "row"}, word)];
     x[j].forEach(function (value, k) {
-      var input = el("input", {type: "number", step: data.step, value: value,
-        "aria-label": t("coordinate", {word: word, k: k + 1})});
+      var input = numberBox(value, {step: data.step,
+        label: t("coordinate", {word: word, k: k + 1})});
       input.addEventListener("input", function () {
-        var typed = input.valueAsNumber;  // NaN when the box holds no number
+        var typed = parse(input.value);  // NaN when the box holds no number
         if (isFinite(typed)) {
           x[j][k] = typed;
           input.removeAttribute("aria-invalid");
@@ -56,6 +56,9 @@ function qkvAttentionByHand(root, data, live) {
       sums.score, sums.bySum, sums.soft]))]));
   var context = live.appendChild(el("p"));
   var note = live.appendChild(warning());  // overflow, a sum of 0, a box not valid
+  live.querySelectorAll("input.qkv-x-number").forEach(function (box) {
+    box.setAttribute("aria-describedby", note.id);
+  });
   var said = status(), weights = [];
 
   function show(cell, value, second, top) {

@@ -3,7 +3,8 @@
 // labels in the page's language (t), element building (el, labelled, title,
 // status), numbers as the page's language writes them (fmt: Python's rounding;
 // num: a number as it is; both with a decimal comma on a French page, as the
-// head view writes them), softmax, viridis colours (paint), publish, which
+// head view writes them; parse: a number the reader types, either way; numberBox:
+// a box for one), softmax, viridis colours (paint), publish, which
 // writes a value as JSON into a data- attribute of the root, and warnings: a
 // live region (warning) for a value the page cannot compute (finite checks it).
 
@@ -51,6 +52,53 @@ function qkvExplorable(root, data, live) {
     return decimal(value.toFixed(decimals));
   }
   function num(value) { return decimal(String(value)); }
+  // A number the reader types, read the way the page's language writes it and
+  // the other way too: "0,9" and "0.9" alike, a minus sign (- or \u2212), a
+  // power of ten ("1e200"), digits grouped by threes with a space (either
+  // language) or, on an English page, a comma ("4 096", "4,096"). NaN for what
+  // is not a number, and for what could be two numbers: "1,500" on an English
+  // page in a box for decimals (one and a half, or fifteen hundred?). Never
+  // another number.
+  function parse(text, whole) {
+    var s = String(text).trim().replace(/\u2212/g, "-"), sign = 1;
+    if (/^[-+]/.test(s)) {
+      sign = s[0] === "-" ? -1 : 1;
+      s = s.slice(1);
+    }
+    if (/^\d{1,3}([ \u00a0\u202f]\d{3})+([.,]\d+)?$/.test(s)) {
+      s = s.replace(/[ \u00a0\u202f]/g, "");
+    } else if (!comma && /^[1-9]\d{0,2}(,\d{3})+(\.\d+)?$/.test(s)) {
+      if (!whole && s.indexOf(".") < 0) { return NaN; }  // "1,500": which one?
+      s = s.replace(/,/g, "");
+    }
+    if (!/^(\d+([.,]\d*)?|[.,]\d+)([eE][-+]?\d+)?$/.test(s)) { return NaN; }
+    return sign * Number(s.replace(",", "."));
+  }
+  // A box for a number (not <input type=number>, which reads a French "0,9"
+  // as 9 in Chromium): its value shown as the page writes numbers, read by
+  // parse; the arrow keys add or take off ``step`` within [min, max], as a
+  // number box does, and say it as an input event.
+  function numberBox(value, options) {
+    var o = options || {};
+    var box = el("input", {type: "text", inputmode: o.whole ? "numeric" : "decimal",
+      autocomplete: "off", spellcheck: "false", value: num(value),
+      "class": "qkv-x-number" + (o["class"] ? " " + o["class"] : ""),
+      "aria-label": o.label});
+    var step = o.step || 1;
+    var places = (String(step).split(".")[1] || "").length;
+    box.addEventListener("keydown", function (event) {
+      var delta = {ArrowUp: step, ArrowDown: -step}[event.key];
+      var now = parse(box.value, o.whole);
+      if (delta === undefined || !isFinite(now)) { return; }
+      event.preventDefault();
+      var next = Number((now + delta).toFixed(places));
+      if (o.min !== undefined) { next = Math.max(o.min, next); }
+      if (o.max !== undefined) { next = Math.min(o.max, next); }
+      box.value = num(next);
+      box.dispatchEvent(new Event("input", {bubbles: true}));
+    });
+    return box;
+  }
   function finite(values) {  // are all the numbers of (nested) arrays finite?
     return [].concat(values).every(function (v) {
       return Array.isArray(v) ? finite(v) : isFinite(v);
@@ -118,7 +166,8 @@ function qkvExplorable(root, data, live) {
     return Math.max.apply(null, [].concat.apply([], rows));
   }
   return {
-    t: t, el: el, fmt: fmt, num: num, finite: finite, softmax: softmax, paint: paint,
+    t: t, el: el, fmt: fmt, num: num, parse: parse, numberBox: numberBox,
+    finite: finite, softmax: softmax, paint: paint,
     publish: publish, title: title, labelled: labelled, status: status,
     warning: warning, maxOf: maxOf,
   };

@@ -10,7 +10,7 @@
 /* global qkvExplorable */
 
 function qkvKVCache(root, data, live) {
-  var {t, el, num, publish, title, labelled, status, warning} =
+  var {t, el, num, parse, numberBox, publish, title, labelled, status, warning} =
     qkvExplorable(root, data, live);
   var lang = (data.lang || (root.closest("[lang]") || document.documentElement)
     .getAttribute("lang") || "en").slice(0, 2).toLowerCase();
@@ -55,8 +55,8 @@ function qkvKVCache(root, data, live) {
     layers: "layers"};
   var configParts = [];
   Object.keys(names).forEach(function (key, i) {
-    var input = el("input", {type: "number", min: 1, max: limits[key], step: 1,
-      inputmode: "numeric", value: configs[data.model][i]});
+    var input = numberBox(configs[data.model][i], {whole: true, min: 1,
+      max: limits[key]});
     fields[key] = input;
     configParts.push(el("span", {}, [labelled(input, t(names[key])), input]));
   });
@@ -64,13 +64,12 @@ function qkvKVCache(root, data, live) {
     return el("option", {value: b}, t("bits" + 8 * b));
   }));
   bytes.value = String(data.bytes_per_number);
-  var tokens = el("input", {type: "number", min: 1, max: limits.n_tokens, step: 1,
-    inputmode: "numeric", value: data.n_tokens, "class": "qkv-x-wide"});
+  var tokens = numberBox(data.n_tokens, {whole: true, min: 1, max: limits.n_tokens,
+    "class": "qkv-x-wide"});
   var slider = el("input", {type: "range", min: 0, step: 1,
     max: Math.floor(Math.log2(limits.n_tokens)),
     value: Math.floor(Math.log2(data.n_tokens))});
-  var batch = el("input", {type: "number", min: 1, max: limits.batch, step: 1,
-    inputmode: "numeric", value: data.batch});
+  var batch = numberBox(data.batch, {whole: true, min: 1, max: limits.batch});
   fields.n_tokens = tokens;
   fields.batch = batch;
   live.appendChild(el("div", {"class": "qkv-x-controls"},
@@ -102,7 +101,7 @@ function qkvKVCache(root, data, live) {
 
   // The value of a box: a whole number from 1 to its limit, or null.
   function read(key) {
-    var value = fields[key].valueAsNumber;
+    var value = parse(fields[key].value, true);
     var ok = Number.isInteger(value) && value >= 1 && value <= limits[key];
     if (ok) {
       fields[key].removeAttribute("aria-invalid");
@@ -180,7 +179,7 @@ function qkvKVCache(root, data, live) {
   model.addEventListener("change", function () {
     if (model.value !== own) {
       Object.keys(names).forEach(function (key, i) {
-        fields[key].value = configs[model.value][i];
+        fields[key].value = num(configs[model.value][i]);
       });
     }
     update();
@@ -194,14 +193,14 @@ function qkvKVCache(root, data, live) {
   bytes.addEventListener("change", update);
   batch.addEventListener("input", update);
   tokens.addEventListener("input", function () {
-    var value = tokens.valueAsNumber;
+    var value = parse(tokens.value, true);
     if (Number.isInteger(value) && value >= 1) {
       slider.value = Math.min(+slider.max, Math.floor(Math.log2(value)));
     }
     update();
   });
   slider.addEventListener("input", function () {
-    tokens.value = Math.pow(2, +slider.value);
+    tokens.value = num(Math.pow(2, +slider.value));
     update();
   });
   function sliderText() {

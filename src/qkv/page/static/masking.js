@@ -10,8 +10,8 @@
 /* global qkvExplorable */
 
 function qkvMaskEditor(root, data, live) {
-  var {t, el, fmt, finite, softmax, paint, publish, title, labelled, status, warning,
-    maxOf} = qkvExplorable(root, data, live);
+  var {t, el, fmt, parse, numberBox, finite, softmax, paint, publish, title, labelled,
+    status, warning, maxOf} = qkvExplorable(root, data, live);
   var words = data.words, x = data.x, T = words.length, dec = data.decimals;
   var mask = data.mask.map(function (row) { return row.slice(); });
   var scores = x.map(function (xi) {  // x @ x.T * scale
@@ -26,8 +26,7 @@ function qkvMaskEditor(root, data, live) {
     return el("option", {value: name}, t("preset_" + name));
   }));
   var presetLabel = labelled(preset, t("preset"));
-  var real = el("input", {type: "number", min: 1, max: T, step: 1,
-    value: data.real_words});
+  var real = numberBox(data.real_words, {whole: true, min: 1, max: T});
   var realLabel = labelled(real, t("real"));
   live.appendChild(el("div", {"class": "qkv-x-controls"}, [
     el("span", {}, [presetLabel, preset]), el("span", {}, [realLabel, real])]));
@@ -105,7 +104,7 @@ function qkvMaskEditor(root, data, live) {
   function same(a, b) { return JSON.stringify(a) === JSON.stringify(b); }
   var lastReal = data.real_words;  // the last valid count, the one the mask uses
   function count() {  // the number of real words, null (and said) if not valid
-    var n = real.valueAsNumber;  // NaN when the box holds no number
+    var n = parse(real.value, true);  // NaN when the box holds no number
     if (!(n >= 1 && n <= T && Math.floor(n) === n)) {
       real.setAttribute("aria-invalid", "true");
       realWarning.textContent = t("realInvalid", {max: T, used: lastReal});

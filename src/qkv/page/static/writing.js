@@ -11,8 +11,8 @@
 /* global qkvExplorable, qkvMulberry32 */
 
 function qkvWriteLive(root, data, live) {
-  var {t, el, fmt, num, paint, publish, title, labelled, status, warning} =
-    qkvExplorable(root, data, live);
+  var {t, el, fmt, num, parse, numberBox, paint, publish, title, labelled, status,
+    warning} = qkvExplorable(root, data, live);
   var sz = data.sizes, V = sz.V, D = sz.D, H = sz.H, N = sz.N, E = D / H;
   var maxLen = sz.max_len, dec = data.decimals;
 
@@ -209,13 +209,10 @@ function qkvWriteLive(root, data, live) {
   live.appendChild(el("div", {"class": "qkv-x-controls qkv-x-prompt-row"},
     [labelled(prompt, t("prompt")), prompt]));
   live.appendChild(promptNote);
-  var temperature = el("input", {type: "text", inputmode: "decimal", size: 5,
-    value: num(data.temperature)});
-  var topK = el("input", {type: "number", min: 1, max: V, step: 1, value: data.top_k});
-  var seed = el("input", {type: "number", min: 0, max: 4294967295, step: 1,
-    value: data.seed});
-  var count = el("input", {type: "number", min: 1, max: maxLen, step: 1,
-    value: data.count});
+  var temperature = numberBox(data.temperature, {step: 0.1, min: 0, max: 10});
+  var topK = numberBox(data.top_k, {whole: true, min: 1, max: V});
+  var seed = numberBox(data.seed, {whole: true, min: 0, max: 4294967295});
+  var count = numberBox(data.count, {whole: true, min: 1, max: maxLen});
   var numbers = [temperature, topK, seed, count];
   var invalid = warning();
   numbers.forEach(function (box) {
@@ -270,20 +267,16 @@ function qkvWriteLive(root, data, live) {
   var settings = {temperature: data.temperature, k: data.top_k, seed: data.seed,
     count: data.count};
 
-  function parseNumber(box) {
-    var text = box.value.trim().replace(",", ".");
-    return /^[0-9]+(\.[0-9]*)?$|^\.[0-9]+$/.test(text) ? Number(text) : NaN;
-  }
   function readSettings() {  // the valid values; the last valid one otherwise
     var wrong = [];
     var checks = [
-      [temperature, "temperature", function (v) { return v <= 10; }],
+      [temperature, "temperature", function (v) { return v >= 0 && v <= 10; }],
       [topK, "k", function (v) { return v >= 1 && v <= V && v % 1 === 0; }],
-      [seed, "seed", function (v) { return v <= 4294967295 && v % 1 === 0; }],
+      [seed, "seed", function (v) { return v >= 0 && v <= 4294967295 && v % 1 === 0; }],
       [count, "count", function (v) { return v >= 1 && v <= maxLen && v % 1 === 0; }],
     ];
     checks.forEach(function (check) {
-      var value = parseNumber(check[0]);
+      var value = parse(check[0].value, check[0] !== temperature);
       if (isFinite(value) && check[2](value)) {
         settings[check[1]] = value;
         check[0].removeAttribute("aria-invalid");
@@ -403,16 +396,6 @@ function qkvWriteLive(root, data, live) {
       event.preventDefault();
       if (once()) { show(); }
     }
-  });
-  temperature.addEventListener("keydown", function (event) {
-    var delta = {ArrowUp: 0.1, ArrowDown: -0.1}[event.key];
-    if (delta === undefined) { return; }
-    event.preventDefault();
-    var value = Math.min(10, Math.max(0, Math.round((settings.temperature + delta) * 10)
-      / 10));
-    temperature.value = num(value);
-    readSettings();
-    show();
   });
   numbers.forEach(function (box) {
     box.addEventListener("input", function () {
