@@ -196,7 +196,7 @@ class HeadView(Widget):
         height = ROW_HEIGHT * len(tokens)
         # in qkv's language (the French notebook's), as the static figure; the
         # script writes them again in the page's
-        words = {k: html.escape(v) for k, v in LABELS[get_language()].items()}
+        words = {k: html.escape(v) for k, v in translated(LABELS).items()}
         return (
             '<div class="qkv-hv-controls">'
             f'<label><span class="qkv-hv-layer-name">{words["layer"]}</span>'
