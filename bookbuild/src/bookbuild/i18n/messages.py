@@ -108,6 +108,14 @@ FRENCH: dict[str, str] = {
         f"modèle entraîné pendant la construction du livre{NNBSP}; sur ce processeur,\n"
         "l’entraînement a fini autrement."
     ),
+    # bookbuild.site.slides: the lecture decks and the link to them
+    "Present this chapter": "Présenter ce chapitre",
+    "Back to the chapter": "Retour au chapitre",
+    "{title} (slides)": "{title} (diapositives)",
+    "{title} (continued)": "{title} (suite)",
+    "Light or dark": "Clair ou sombre",
+    "previous slide": "diapositive précédente",
+    "next slide": "diapositive suivante",
     # bookbuild.i18n.solution_titles: the heading of a solution
     "Solution to ": "Solution de l’",
     "exercise {number}": "exercice {number}",
