@@ -77,6 +77,8 @@ def test_the_chosen_items_in_their_order_between_goals_and_summary():
     assert "scores each key" in deck[3].notes
     assert "Compute it." in deck[4].body and "42" not in deck[4].body
     assert "It is 42." in deck[5].body and "dropdown" not in deck[5].body
+    # no <section> inside a slide: reveal.js would make it a slide of its own
+    assert not any("<section" in slide.body for slide in deck)
     assert "One." in deck[6].body and "Two." in deck[6].body
 
 

@@ -151,6 +151,8 @@ def _clean(node):
     node = copy.copy(node)
     for anchor in node.select("a.headerlink"):
         anchor.decompose()
+    for section in node.find_all("section"):
+        section.name = "div"  # a <section> in a slide would be a slide of its own
     return node
 
 
