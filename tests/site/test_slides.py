@@ -23,7 +23,8 @@ pytestmark = [pytest.mark.book, pytest.mark.browser]
 
 #: Slides whose content is larger than the slide (the slide's own box, in the
 #: deck's 1280x720 coordinates; what scrolls inside a box of its own is inside).
-OVERFLOWING = """() => [...document.querySelectorAll('.slides section[data-qkv-kind]')].map(
+OVERFLOWING = """() => [...document.querySelectorAll(
+    '.slides section[data-qkv-kind]')].map(
     (section, index) => {
         const slide = section.querySelector('.qkv-slide');
         return {index, kind: section.dataset.qkvKind,
@@ -179,7 +180,8 @@ def test_an_explorable_in_a_deck_computes_what_it_computes_on_the_page(
 
         def to_its_slide(page):
             index = page.evaluate(
-                "(id) => [...document.querySelectorAll('.slides section[data-qkv-kind]')]"
+                "(id) => [...document.querySelectorAll("
+                "'.slides section[data-qkv-kind]')]"
                 ".findIndex((s) => s.querySelector('#' + id))",
                 figure,
             )
