@@ -218,3 +218,25 @@ def test_each_chapter_page_links_its_deck_in_its_language():
         ), f"{prefix}{chapter}"
         deck = (HTML / prefix / FOLDER / f"{chapter}.html").read_text("utf-8")
         assert f'href="../book/{chapter}.html"' in deck
+
+
+def test_a_deck_prints_one_slide_a_page_with_version_and_commit(built_book):
+    """``make pdf`` prints the decks (bookbuild.site.slides print): here one
+    chapter's, in both languages."""
+    from pypdf import PdfReader
+
+    from bookbuild.site.slides import print_decks
+    from bookbuild.tools.testing import require_chromium
+
+    require_chromium()
+    printed = print_decks(ROOT, chapters=["masking"])
+    assert len(printed) == 2
+    for pdf in printed:
+        language = "fr" if "/fr/" in pdf.as_posix() else ""
+        deck = (HTML / language / FOLDER / "masking.html").read_text("utf-8")
+        reader = PdfReader(pdf)
+        assert len(reader.pages) == deck.count("data-qkv-kind=")
+        first = reader.pages[0]
+        assert float(first.mediabox.width) / float(first.mediabox.height) == 16 / 9
+        title = " ".join(reader.pages[0].extract_text().split())
+        assert re.search(r"commit [0-9a-f]{7}", title) and "0." in title, title

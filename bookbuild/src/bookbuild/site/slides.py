@@ -551,8 +551,12 @@ def build_all(root: Path = Path("."), edition: str = "full") -> int:
 PRINT_QUERY = "?print-pdf"
 
 
-def print_decks(root: Path = Path("."), edition: str = "full") -> list[Path]:
-    """Each deck of each built site to ``_build/pdf[/student][/<language>]/slides``."""
+def print_decks(
+    root: Path = Path("."), edition: str = "full", chapters: list[str] | None = None
+) -> list[Path]:
+    """Each deck of each built site (those of ``chapters`` if given) to
+    ``_build/pdf[/student][/<language>]/slides``, one slide a page of 1280x720
+    (reveal.js's print layout); the title slide names the version and commit."""
     from playwright.sync_api import sync_playwright
 
     from bookbuild.tools.browser import launch, serve, wait_for_math
@@ -561,6 +565,8 @@ def print_decks(root: Path = Path("."), edition: str = "full") -> list[Path]:
     printed = []
     for language, folder in sites(root, edition):
         decks = sorted((folder / FOLDER).glob("*.html"))
+        if chapters:
+            decks = [deck for deck in decks if deck.stem in chapters]
         out = pdf_folder(root, language, edition) / FOLDER
         out.mkdir(parents=True, exist_ok=True)
         with serve(folder) as base, sync_playwright() as playwright:
@@ -589,9 +595,10 @@ def print_decks(root: Path = Path("."), edition: str = "full") -> list[Path]:
 def main(argv: list[str], root: Path = Path(".")) -> int:
     edition = "full"
     if "--edition" in argv:
-        edition = argv[argv.index("--edition") + 1]
+        at = argv.index("--edition")
+        edition, argv = argv[at + 1], argv[:at] + argv[at + 2 :]
     if argv[:1] == ["print"]:
-        print_decks(root, edition)
+        print_decks(root, edition, argv[1:] or None)
         return 0
     return build_all(root, edition)
 
