@@ -153,3 +153,69 @@ def test_reveal_js_is_shipped_by_the_pinned_package():
     for name in slides.REVEAL_FILES:
         assert (folder / name).is_file(), name
     assert "reveal.js 5." in (folder / "dist" / "reveal.js").read_text()[:200]
+
+
+SMALL_TOC = """format: jb-book
+root: index
+parts:
+  - caption: Lessons
+    numbered: true
+    chapters:
+      - file: book/lesson
+"""
+SMALL_LESSON = """---
+slides:
+  - fig-square
+---
+
+# A lesson
+
+:::{admonition} You will learn
+:class: tip
+
+- what a square is.
+:::
+
+## Squares
+
+A square has four equal sides.
+
+```{figure} square.svg
+:name: fig-square
+
+A square.
+```
+
+It is drawn above.
+
+## Summary
+
+- Squares have four sides.
+"""
+SQUARE = (
+    '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10">'
+    '<rect width="10" height="10"/></svg>'
+)
+
+
+def test_a_build_writes_the_decks_and_links_them(small_book):
+    """The extension in a real (small) build: the chapter's deck is written
+    beside it, the page links it, the deck links back."""
+    from bookbuild.tools.testing import build_book
+
+    root = small_book(
+        {"index": "# Index\n\nThe book.\n", "book/lesson": SMALL_LESSON},
+        toc=SMALL_TOC,
+        extensions=["bookbuild.site.edition", "bookbuild.site.slides"],
+        files={"book/square.svg": SQUARE},
+    )
+    built = build_book(root)
+    assert built.returncode == 0, built.output[-3000:]
+    page = (built.html / "book" / "lesson.html").read_text(encoding="utf-8")
+    assert '<a class="qkv-present-link" href="../slides/lesson.html">' in page
+    deck = (built.html / "slides" / "lesson.html").read_text(encoding="utf-8")
+    assert deck.count("data-qkv-kind=") == 4  # title, goals, figure, summary
+    assert 'id="fig-square"' in deck and "It is drawn above." in deck
+    assert 'class="qkv-deck-back" href="../book/lesson.html"' in deck
+    assert 'src="../_images/square' in deck
+    assert (built.html / "_slides" / "dist" / "reveal.js").is_file()

@@ -497,7 +497,7 @@ def _build_decks(app, exception) -> None:
             Path(app.outdir),
             book_root(Path(app.srcdir)),
             _language_folder(app),
-            app.config.qkv_edition,
+            getattr(app.config, "qkv_edition", "full"),
         )
     except DeckError as error:
         logging.getLogger(__name__).warning(f"slides: {error}")
