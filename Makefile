@@ -13,7 +13,9 @@
 #       fresh environment, the student edition, the PDFs: minutes),
 #       make lint-js (the JavaScript linter),
 #       make serve (the built site on http://127.0.0.1:8000), make clean,
-#       make pdf (a PDF handout per chapter), make bench (build timings),
+#       make pdf (a PDF handout per chapter, and each lecture deck),
+#       make slides (the lecture decks: every chapter as slides, in each
+#       language; make book writes them too), make bench (build timings),
 #       make portability (every claim under emulated CPUs),
 #       make bench-toy (the trained toy model), make bench-models (the vision
 #       and translation models against their targets), make bench-attention
@@ -66,7 +68,7 @@ $(CLAIMS_MODE): FORCE
 	@echo "$(CLAIMS)" | cmp -s - $@ || echo "$(CLAIMS)" > $@
 FORCE:
 
-.PHONY: FORCE environment repair book check test release portability lint-js serve clean bench bench-toy bench-attention bench-models pdf lock addresses notebooks-branch same-site translations english-words corpus
+.PHONY: FORCE environment repair book slides check test release portability lint-js serve clean bench bench-toy bench-attention bench-models pdf lock addresses notebooks-branch same-site translations english-words corpus
 
 # Every package at the version of requirements.lock (uv installs them in
 # seconds), torch as above, and the book's two packages (qkv, bookbuild) editable.
@@ -216,10 +218,21 @@ serve: book
 
 # One PDF handout per chapter and the whole book in _build/pdf (French in
 # _build/pdf/fr), printed by headless Chromium, then linked from the site's pages
-# (`make book` alone links none). EDITION=student: from the student edition, into
-# _build/pdf/student.
+# (`make book` alone links none); then each lecture deck, one slide a page, in
+# _build/pdf/slides (_build/pdf/fr/slides). EDITION=student: from the student
+# edition, into _build/pdf/student.
 pdf: book
 	$(BIN)/python -m bookbuild.tools.handouts $(if $(filter student,$(EDITION)),--edition student)
+	$(BIN)/python -m bookbuild.site.slides print $(if $(filter student,$(EDITION)),--edition student)
+
+# The lecture decks (bookbuild.site.slides): one reveal.js deck per chapter and
+# language, assembled from the built pages (no second execution), in
+# _build/html/slides/ and _build/html/<language>/slides/. Every build of the
+# site writes them (the chapters' "present" links resolve); this target writes
+# them again and prints how many slides each deck has. EDITION=student: the
+# student edition's decks (no solutions).
+slides: book
+	$(BIN)/python -m bookbuild.site.slides $(if $(filter student,$(EDITION)),--edition student)
 
 # Build speed: cold, nothing changed, prose edited, src/qkv edited (minutes).
 bench: $(INSTALLED)
@@ -273,7 +286,8 @@ print-%:
 # installed into node_modules/ by npm ci when the lock changes): every script of
 # the project, which run in the reader's browser. Needs Node.js and npm; the book
 # itself does not.
-JS_FILES := $(wildcard src/qkv/page/static/*.js bookbuild/src/bookbuild/site/static/*.js)
+JS_FILES := $(wildcard src/qkv/page/static/*.js bookbuild/src/bookbuild/site/static/*.js \
+	bookbuild/src/bookbuild/site/slides_static/*.js)
 NODE_INSTALLED := node_modules/.installed
 
 $(NODE_INSTALLED): package-lock.json package.json

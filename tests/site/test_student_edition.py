@@ -191,3 +191,25 @@ def test_the_student_pages_offer_no_source_download(student_site):
             assert "_notebooks/" in text, page
     full = (HTML / "book" / "masking.html").read_text(encoding="utf-8")
     assert "download-source-button" in full  # the full edition keeps it
+
+
+def test_student_decks_hold_no_solution(student_site):
+    """The lecture decks of the student edition (bookbuild.site.slides), in both
+    languages: the exercises as questions, no solution; the full edition's decks
+    have the solutions the student's lack."""
+    checked = 0
+    for language, label in (("", "Solution to"), ("fr", "Solution de")):
+        folder = student_site / language / "slides"
+        decks = sorted(folder.glob("*.html"))
+        assert len(decks) == len(lessons(ROOT)), folder
+        for deck in decks:
+            text = deck.read_text(encoding="utf-8")
+            assert 'data-qkv-kind="solution"' not in text, deck
+            assert not re.search(r'class="[^"]*\bsolution\b', text), deck
+            assert label not in text and "Solution to" not in text, deck
+            full = (HTML / language / "slides" / deck.name).read_text("utf-8")
+            assert text.count('data-qkv-kind="exercise"') == full.count(
+                'data-qkv-kind="exercise"'
+            )
+            checked += 'data-qkv-kind="solution"' in full
+    assert checked >= 6  # three marked chapters, two languages

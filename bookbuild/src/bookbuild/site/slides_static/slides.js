@@ -1,0 +1,47 @@
+// The lecture decks of bookbuild.site.slides: reveal.js at 1280x720, its
+// speaker notes, the light or dark mode of the site (key M switches), and the
+// labels of its controls in the deck's language (read from this script's data-).
+/* global Reveal, RevealNotes */
+(function () {
+  "use strict";
+  const script = document.currentScript;
+  const label = (name) => script.getAttribute("data-label-" + name) || "";
+  const root = document.documentElement;
+  const dark = () =>
+    root.dataset.mode === "dark" ||
+    (root.dataset.mode !== "light" &&
+      window.matchMedia("(prefers-color-scheme: dark)").matches);
+  const switchMode = () => {
+    root.dataset.mode = dark() ? "light" : "dark";
+    try {
+      localStorage.setItem("mode", root.dataset.mode);
+    } catch {
+      // storage refused (a file: URL in some browsers): the mode still switches
+    }
+  };
+  Reveal.initialize({
+    width: 1280,
+    height: 720,
+    margin: 0.02,
+    center: false,
+    hash: true,
+    slideNumber: "c/t",
+    transition: "none",
+    help: false,
+    pdfMaxPagesPerSlide: 1,
+    pdfSeparateFragments: false,
+    plugins: [RevealNotes],
+  }).then(() => {
+    Reveal.addKeyBinding(
+      { keyCode: 77, key: "M", description: label("mode") },
+      switchMode,
+    );
+    const names = { prev: "previous", left: "previous", next: "next", right: "next" };
+    document.querySelectorAll(".reveal .controls button").forEach((button) => {
+      const side = [...button.classList]
+        .map((name) => name.replace("navigate-", ""))
+        .find((name) => name in names);
+      if (side) button.setAttribute("aria-label", label(names[side]));
+    });
+  });
+})();
