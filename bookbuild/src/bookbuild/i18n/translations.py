@@ -43,7 +43,7 @@ from bookbuild.i18n.catalogues import (
     strict_pages,
     translated_languages,
 )
-from bookbuild.i18n.checks import advice, find_problems
+from bookbuild.i18n.checks import UPDATE_COMMAND, advice, find_problems
 from bookbuild.i18n.code import code_messages as messages_of_code
 from bookbuild.toc import pages
 
