@@ -93,4 +93,3 @@ def problems(root: Path, language: str) -> list[tuple[str, str]]:
                             )
                         )
     return found
-
