@@ -24,7 +24,7 @@ PAGES = {
     "two": "# Two\n\n$$\\mathrm{softmax}(x)_i = e^{x_i} / \\sum_j e^{x_j}$$\n",
 }
 TOC = "format: jb-book\nroot: index\nchapters:\n  - file: two\n"
-EXTENSIONS = ["bookbuild.site.mathjax", "bookbuild.site.style"]
+EXTENSIONS = ["bookbuild.site.mathjax", "bookbuild.site.style", "sphinx_exercise"]
 
 
 def build(root: Path) -> None:
@@ -86,6 +86,7 @@ def test_an_incremental_build_writes_the_html_of_a_clean_build(tmp_path):
     two = clean["two.html"]
     assert re.search(r"_static/mystnb\.\w+\.css\?v=\w+", two)
     assert re.search(r"_static/mathjax/tex-mml-chtml\.js\?v=\w+", two)
+    assert re.search(r"_static/exercise\.css\?v=\w+", two)
 
 
 @pytest.mark.build
@@ -99,4 +100,5 @@ def test_without_the_fix_the_same_steps_write_different_html(tmp_path):
     incremental, clean = incremental_and_clean(tmp_path / "bare", EXTENSIONS)
     two = versions(incremental["two.html"]) - versions(clean["two.html"])
     assert any("/mystnb." in name for name in two), two
+    assert any("/exercise.css" in name for name in two), two
     assert incremental["two.html"] != clean["two.html"]
