@@ -134,3 +134,16 @@ def test_citation_cff_parses_and_has_the_structure_of_cff_1_2():
     assert published["url"] == SITE + "/"
     assert published["repository-code"] == repository
     assert Book.read(ROOT).authors == ["The authors of Attention Computed"]
+
+
+def test_every_place_names_the_authors_as_citation_cff_does():
+    """_config.yml (the site's footer and BibTeX) and the package's metadata name
+    the authors as CITATION.cff does, a name CFF tools read whole."""
+    import tomllib
+
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text(encoding="utf-8"))
+    (name,) = [author["name"] for author in cff["authors"]]
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    assert config["author"] == name
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert project["project"]["authors"] == [{"name": name}]

@@ -106,6 +106,11 @@ def test_qkv_source_names_a_folder_or_an_address(tmp_path):
     folder = {"QKV_SOURCE": str(tmp_path)}
     (package,), _ = run_cell(source, "Linux", present={"torch"}, environ=folder)
     assert package[-1] == f"qkv[notebooks] @ {tmp_path.resolve().as_uri()}"
+    assert "-c" not in package  # a folder without constraints.txt
+    (tmp_path / "constraints.txt").write_text("torch==2.13.0\n", encoding="utf-8")
+    (package,), _ = run_cell(source, "Linux", present={"torch"}, environ=folder)
+    # a copy of the book: its pins (constraints.txt, from requirements.lock)
+    assert package[-3:-1] == ["-c", str(tmp_path / "constraints.txt")]
     fork = {"QKV_SOURCE": "git+https://example.org/fork"}
     (package,), _ = run_cell(source, "Linux", present={"torch"}, environ=fork)
     assert package[-1] == "qkv[notebooks] @ git+https://example.org/fork"

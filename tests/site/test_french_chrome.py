@@ -135,7 +135,7 @@ def test_a_published_french_entry_gives_the_french_address():
         language="fr",
         html_baseurl="https://example.org/attention/",
         html_title="Attention, Computed",
-        author="The Attention, Computed authors",
+        author="The authors of Attention Computed",
         html_theme_options={},
         book_languages=settings["book_languages"],
         book_i18n_overrides=settings["book_i18n_overrides"],

@@ -45,8 +45,11 @@ def _set_path(app: Sphinx, config: Config) -> None:
     config.mathjax_path = f"mathjax/{COMPONENT}"
 
 
-def _copy(app: Sphinx, exception: Exception | None) -> None:
-    if exception is not None or app.builder.format != "html":
+def copy_mathjax(app: Sphinx) -> None:
+    """The files into ``_static/mathjax``, before the pages are written (the
+    pages link the component with its checksum, ``?v=``, in every build:
+    :mod:`bookbuild.site.assets`)."""
+    if app.builder.format != "html":
         return
     source = mathjax_source()
     target = Path(app.outdir) / "_static" / "mathjax"
@@ -63,5 +66,5 @@ def _copy(app: Sphinx, exception: Exception | None) -> None:
 
 def setup(app: Sphinx) -> dict:
     app.connect("config-inited", _set_path)
-    app.connect("build-finished", _copy)
+    app.connect("write-started", lambda app, builder: copy_mathjax(app))
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -376,9 +376,12 @@ if missing("qkv", "matplotlib", "sklearn", "transformers"):
     else:
         if missing("torch") and platform.system() == "Linux":
             pip_install("torch=={torch}", "--index-url", CPU_TORCH)
+        pins = []  # a copy of the book: the versions it is tested with
+        if os.path.isfile(os.path.join(SOURCE, "constraints.txt")):
+            pins = ["-c", os.path.join(SOURCE, "constraints.txt")]
         if os.path.isdir(SOURCE):
             SOURCE = pathlib.Path(SOURCE).resolve().as_uri()
-        pip_install(f"qkv[notebooks] @ {{SOURCE}}")
+        pip_install(*pins, f"qkv[notebooks] @ {{SOURCE}}")
         importlib.invalidate_caches()"""
 
 

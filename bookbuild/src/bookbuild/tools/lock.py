@@ -14,6 +14,11 @@ Two things stay out of the lock, on purpose:
 * the CUDA libraries that PyPI's Linux torch would pull in (``nvidia-*``,
   ``cuda-*``, ``triton``): the book runs on a CPU.
 
+With the lock, ``constraints.txt``: the same pins plus torch's release, as pip
+constraints (``pip install "qkv[notebooks]" -c constraints.txt``), so that the
+package installed by hand, or by a downloaded notebook's first cell, gets the
+versions the book is tested with.
+
 Refresh after editing ``requirements.txt``, from the book's folder::
 
     .venv/bin/python -m bookbuild.tools.lock
@@ -28,6 +33,7 @@ import sys
 from pathlib import Path
 
 LOCK = "requirements.lock"
+CONSTRAINTS = "constraints.txt"
 #: Installed by the Makefile itself, or not wanted on a CPU.
 LEFT_OUT = ("torch", "qkv")
 CUDA = re.compile(r"^(nvidia-[\w-]+|cuda-[\w-]+|triton)==", re.M)
@@ -72,12 +78,34 @@ def compile_lock(root: Path, left_out: list[str]) -> str:
     return (Path(root) / LOCK).read_text(encoding="utf-8")
 
 
+def constraints(lock: str, requirements: str) -> str:
+    """``constraints.txt``: every pin of the lock (with its environment marker)
+    and torch's release from ``requirements.txt`` (no local part: ``+cpu`` is
+    where it comes from, not which release)."""
+    (torch,) = re.findall(r"^torch==([\w.]+)", requirements, re.M)
+    pins = re.findall(r"^[\w.-]+==\S+(?: ;.*)?$", lock, re.M)
+    pins = sorted(pins + [f"torch=={torch}"], key=lambda pin: pin.lower())
+    head = (
+        f"# Generated with {LOCK} by python -m bookbuild.tools.lock: do not edit.\n"
+        "# The versions the book is tested with, as pip constraints:\n"
+        '#   pip install "qkv[notebooks] @ ..." -c constraints.txt\n'
+    )
+    return head + "\n".join(pins) + "\n"
+
+
+def write_constraints(root: Path) -> None:
+    lock = (root / LOCK).read_text(encoding="utf-8")
+    requirements = (root / "requirements.txt").read_text(encoding="utf-8")
+    (root / CONSTRAINTS).write_text(constraints(lock, requirements), encoding="utf-8")
+
+
 def main(root: Path) -> int:
     left_out = list(LEFT_OUT)
     text = compile_lock(root, left_out)
     cuda = CUDA.findall(text)
     if cuda:  # a second pass, now that we know their names
         text = compile_lock(root, left_out + cuda)
+    write_constraints(root)
     pins = len(re.findall(r"^[\w.-]+==", text, re.M))
     print(f"{LOCK}: {pins} packages pinned (left out: {', '.join(left_out + cuda)})")
     return 0
