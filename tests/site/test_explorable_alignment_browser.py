@@ -17,6 +17,7 @@ import json
 import pytest
 
 from bookbuild.tools.browser import open_page
+from qkv.language import translated
 from qkv.page.explorables.alignment import AlignmentExplorer
 
 pytestmark = [pytest.mark.book, pytest.mark.browser]
@@ -86,14 +87,14 @@ def test_driven_by_the_keyboard_the_shown_weights_are_the_data(open_explorer):
     assert marked.text_content().startswith(expected)
     statuses = root.locator(".qkv-x-status").all_text_contents()
     assert len(statuses) == 2 and all(expected in text for text in statuses)
-    hint = AlignmentExplorer.LABELS["en"]["hint"]
+    hint = translated(AlignmentExplorer.LABELS, "en")["hint"]
     assert root.get_by_text(hint).is_visible()
     assert page.errors == []
 
 
 def test_the_french_page_speaks_french_with_decimal_commas(open_explorer):
     page, root, data = open_explorer("fr")
-    labels = AlignmentExplorer.LABELS["fr"]
+    labels = translated(AlignmentExplorer.LABELS, "fr")
     assert root.locator(".qkv-x-title").text_content() == labels["title"]
     assert root.get_by_text(labels["hint"]).is_visible()
     shown = shown_weights(root)

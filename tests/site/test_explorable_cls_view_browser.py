@@ -20,6 +20,7 @@ import pytest
 import torch
 
 from bookbuild.tools.browser import open_page, wait_for_math
+from qkv.language import translated
 from qkv.page.explorables.cls_view import ClsView
 
 pytestmark = [pytest.mark.book, pytest.mark.browser]
@@ -84,7 +85,7 @@ def test_the_keyboard_drives_it_and_its_weights_are_cls_attentions(
     assert float((shipped - maps).abs().max()) < TOLERANCE
     classes = data["classes"]
     assert set(classes) == set(range(10)) and classes == sorted(classes)
-    labels = ClsView.LABELS[lang]
+    labels = translated(ClsView.LABELS, lang)
     text = root.locator(".qkv-w-live").inner_text()
     for key in ("title", "keys", "layer", "head"):
         assert labels[key] in text, key

@@ -16,6 +16,7 @@ import pytest
 import qkv
 from bookbuild.tools.browser import open_page, wait_for_math
 from qkv.cost import kv_cache_bytes
+from qkv.language import translated
 from qkv.page.explorables.kv_cache import KVCacheCalculator
 from qkv.page.glue import human_bytes
 
@@ -102,7 +103,7 @@ def page_is_not_wider(page) -> bool:
 @pytest.mark.parametrize("lang", ["en", "fr"])
 def test_driven_with_the_keyboard_the_bytes_are_qkvs(calculator, lang):
     page, root = calculator(lang)
-    labels = KVCacheCalculator.LABELS[lang]
+    labels = translated(KVCacheCalculator.LABELS, lang)
     assert root.locator(".qkv-x-title").text_content() == labels["title"]
     assert root.locator(".qkv-x-legend").first.text_content() == labels["hint"]
     # the figure's start: Llama 2 70B, 16-bit numbers, 4,096 tokens
@@ -151,7 +152,7 @@ def test_driven_with_the_keyboard_the_bytes_are_qkvs(calculator, lang):
 @pytest.mark.parametrize("lang", ["en", "fr"])
 def test_numbers_that_do_not_fit_are_said_in_the_page(calculator, lang):
     page, root = calculator(lang)
-    labels = KVCacheCalculator.LABELS[lang]
+    labels = translated(KVCacheCalculator.LABELS, lang)
     boxes = root.locator("input.qkv-x-number")
     note = root.locator(".qkv-x-note")
     assert note.get_attribute("aria-live") == "polite"
@@ -195,7 +196,7 @@ def test_huge_numbers_scroll_inside_the_widget(calculator):
 
 def test_french_labels_and_decimal_commas(calculator):
     page, root = calculator("fr")
-    labels = KVCacheCalculator.LABELS["fr"]
+    labels = translated(KVCacheCalculator.LABELS, "fr")
     text = root.locator(".qkv-w-live").text_content()
     for key in ("model", "tokens", "batch", "perToken", "total"):
         assert labels[key] in text, key

@@ -22,6 +22,7 @@ import torch
 
 from bookbuild.tools.browser import open_page
 from qkv.experiments.writer import Writer, generate
+from qkv.language import translated
 from qkv.page.explorables import write_live
 from qkv.page.explorables.writing import WriteLive
 
@@ -120,7 +121,7 @@ def check_write_live(browser, url: str) -> dict:
                 shown, torch.tensor(expected, dtype=torch.float64), rtol=0, atol=1e-4
             )
         lang = page.evaluate("document.documentElement.lang")[:2]
-        labels = WriteLive.LABELS[lang]
+        labels = translated(WriteLive.LABELS, lang)
         live = root.locator(".qkv-w-live")
         assert labels["keys"] in live.inner_text()
         assert root.get_by_role("button", name=labels["next"]).count() == 1
@@ -284,13 +285,13 @@ def test_unknown_characters_are_skipped_and_said_and_max_len_stops(browser, page
     context, page, root = open_writer(browser, pages["fr"])
     try:
         root.locator("input.qkv-x-prompt").fill("ab€c😀")
-        note = WriteLive.LABELS["fr"]["skipped"].split("{")[0]
+        note = translated(WriteLive.LABELS, "fr")["skipped"].split("{")[0]
         said = root.locator(".qkv-x-note").all_text_contents()
         assert any(note in s and "€" in s and "😀" in s for s in said), said
         assert len(tokens(root)) == 3
         # nothing the model knows: said, and nothing to write from (no error)
         root.locator("input.qkv-x-prompt").fill("€")
-        assert WriteLive.LABELS["fr"]["empty"] in root.inner_text()
+        assert translated(WriteLive.LABELS, "fr")["empty"] in root.inner_text()
         root.locator("input.qkv-x-prompt").press("Enter")
         assert tokens(root) == []
         root.locator("input.qkv-x-prompt").fill("ab€c😀")
@@ -301,14 +302,17 @@ def test_unknown_characters_are_skipped_and_said_and_max_len_stops(browser, page
         assert "T = 0,9" in root.locator("thead").inner_text()
         temperature.fill("abc")  # not valid: said; the last valid value is kept
         assert temperature.get_attribute("aria-invalid") == "true"
-        assert WriteLive.LABELS["fr"]["invalid"].split("{")[0] in root.inner_text()
+        assert (
+            translated(WriteLive.LABELS, "fr")["invalid"].split("{")[0]
+            in root.inner_text()
+        )
         assert "T = 0,9" in root.locator("thead").inner_text()
         temperature.fill("0,8")
         assert temperature.get_attribute("aria-invalid") is None
         root.get_by_label("Tokens à écrire").fill("48")
         root.get_by_role("button", name="Écrire 48").press("Enter")
         settle(page, root, 48)
-        full = WriteLive.LABELS["fr"]["full"].replace("{max}", "48")
+        full = translated(WriteLive.LABELS, "fr")["full"].replace("{max}", "48")
         assert full in root.inner_text()
         root.get_by_role("button", name="Token suivant").press("Enter")
         assert len(tokens(root)) == 48  # no further

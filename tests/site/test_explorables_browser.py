@@ -20,6 +20,7 @@ import torch
 
 import qkv
 from bookbuild.tools.browser import open_page, wait_for_math
+from qkv.language import translated
 from qkv.page.explorables._base import SHARED_LABELS
 from qkv.page.explorables.by_hand import AttentionByHand
 from qkv.page.explorables.masking import MaskEditor
@@ -76,7 +77,7 @@ def test_an_overflow_is_said_in_the_page_language_and_cleared(open_explorable, l
     note = root.locator(".qkv-x-note")
     assert note.get_attribute("role") == "status"
     assert note.get_attribute("aria-live") == "polite"
-    message = SHARED_LABELS[lang]["overflow"]
+    message = translated(SHARED_LABELS, lang)["overflow"]
     assert message not in note.text_content()
     box = root.locator("tbody tr.qkv-x-current input.qkv-x-number").first
     before = box.input_value()
@@ -103,7 +104,9 @@ def test_an_invalid_count_of_real_words_is_said_next_to_it(open_explorable, lang
     assert region.get_attribute("role") == "status"
     assert region.get_attribute("aria-live") == "polite"
     assert described_by(real) == ""
-    template = MaskEditor.LABELS[lang]["realInvalid"].replace("{max}", str(n_words))
+    template = translated(MaskEditor.LABELS, lang)["realInvalid"].replace(
+        "{max}", str(n_words)
+    )
     mask = root.get_attribute("data-mask")
     for wrong in ("0", str(n_words + 1), "2.5", ""):
         real.fill(wrong)
@@ -236,7 +239,7 @@ def test_a_typed_decimal_is_read_as_the_reader_means_it(open_explorable, lang, t
 @pytest.mark.parametrize("lang", ["en", "fr"])
 def test_what_cannot_be_read_is_refused_with_a_message(open_explorable, lang):
     page, root = open_explorable("qkv-x-abh", lang)
-    message = AttentionByHand.LABELS[lang]["invalid"]
+    message = translated(AttentionByHand.LABELS, lang)["invalid"]
     box = root.locator("tbody tr").first.locator("input.qkv-x-number").first
     box.fill("0,5")
     scores = root.get_attribute("data-scores")

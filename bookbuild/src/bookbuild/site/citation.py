@@ -130,8 +130,10 @@ def _notes(book: Book, *first: str) -> list[str]:
 
 
 def title_of(root: Path, page: str) -> str:
-    """The H1 of a page."""
+    """The H1 of a page (after its front matter, whose YAML comments start
+    with ``#`` too)."""
     text = (Path(root) / f"{page}.md").read_text(encoding="utf-8")
+    text = re.sub(r"\A---\n.*?^---$", "", text, count=1, flags=re.M | re.S)
     return re.search(r"^# (.+)$", text, re.M).group(1).strip()
 
 
