@@ -30,7 +30,6 @@ from qkv.page.verdicts import (
     choose,
     clock_phrase,
     compare_speed,
-    describe_slope,
     fit_steps,
     padding_rows,
     scaling_verdict,
@@ -80,14 +79,6 @@ def every_branch() -> list[Phrase]:
     nan = torch.full((2, 3), float("nan"))
     phrases += [padding_rows(r) for r in (torch.zeros(2, 3), nan, torch.ones(2, 3))]
     return phrases
-
-
-def test_describe_slope():
-    assert describe_slope(2.05) == "close"
-    assert describe_slope(2.5) == "above"
-    assert describe_slope(1.5) == "below"
-    with pytest.raises(ValueError, match="slope"):
-        describe_slope(float("nan"))
 
 
 def test_scaling_verdict_when_both_follow_the_count():

@@ -53,7 +53,6 @@ __all__ = [
     "choose",
     "clock_phrase",
     "compare_speed",
-    "describe_slope",
     "fit_steps",
     "padding_rows",
     "scaling_verdict",
@@ -299,16 +298,6 @@ def choose(table: Sequence[str], **measures: float) -> int:
         if all(low <= measures[n] <= high for n, (low, high) in bounds.items()):
             return index
     raise ValueError(f"no phrase of the table covers {measures}")  # pragma: no cover
-
-
-def describe_slope(slope: float, expected: float = 2.0, tolerance: float = 0.2) -> str:
-    """``"close"``, ``"above"`` or ``"below"``: a measured slope against the
-    expected one (a word for the code's choices, not for the page)."""
-    if not math.isfinite(slope):
-        raise ValueError(f"slope must be a finite number, got {slope!r}")
-    if abs(slope - expected) < tolerance:
-        return "close"
-    return "above" if slope > expected else "below"
 
 
 def scaling_verdict(
