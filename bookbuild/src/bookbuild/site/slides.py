@@ -28,6 +28,9 @@ What goes on the slides, in order:
         - fig-sdp-explorable        # a glued explorable: live, as on the page
         - scaled-dot-product-ex1    # an exercise's label: the question, then its
                                     # solution on the next slide (full edition)
+        - pm-head-view              # a label, (pm-head-view)=, before a code
+                                    # cell: its output (a live view), no source;
+                                    # before a literal block: its text
 
   Without that list, every figure of the chapter outside its exercises (the
   default rule: each chapter gets a deck);
@@ -273,7 +276,34 @@ def _item_slides(article, label: str, edition: str) -> list[Slide]:
         if solution is not None and edition != "student":
             slides.append(_box_slide(solution, "solution"))
         return slides
-    raise DeckError(f"`slides:` names {label!r}: not a figure, equation or exercise")
+    if "cell" in classes:
+        # A code cell's output (a live view with no figure around it), without
+        # its source: a lecture shows what the code draws.
+        output = node.select_one("div.cell_output")
+        if output is None:
+            raise DeckError(f"`slides:` names {label!r}: a code cell with no output")
+        return [
+            Slide(
+                _heading(node),
+                f'<div class="qkv-deck-figure qkv-deck-live">{_clean(output)}</div>',
+                _notes(node),
+                "live",
+            )
+        ]
+    if node.name == "div" and any(c.startswith("highlight-") for c in classes):
+        # A literal block (text the page shows as it is, e.g. a model's samples).
+        return [
+            Slide(
+                _heading(node),
+                f'<div class="qkv-deck-scroll qkv-deck-text">{_clean(node)}</div>',
+                _notes(node),
+                "text",
+            )
+        ]
+    raise DeckError(
+        f"`slides:` names {label!r}: not a figure, equation, exercise, code cell"
+        " or literal block"
+    )
 
 
 def _box_slide(box, kind: str) -> Slide:
