@@ -237,3 +237,42 @@ def test_a_build_writes_the_decks_and_links_them(small_book):
     assert 'class="qkv-deck-back" href="../book/lesson.html"' in deck
     assert 'src="../_images/square' in deck
     assert (built.html / "_slides" / "dist" / "reveal.js").is_file()
+
+
+#: What reveal.js's speaker view says in English (its words, its clock).
+SPEAKER_ENGLISH = (
+    "Speaker View",
+    "Loading speaker",
+    "Upcoming",
+    ">Time ",
+    "Click to Reset",
+    "Pacing –",
+    "'Layout'",
+    "'Default'",
+    "'Wide'",
+    "'Tall'",
+    "'Notes only'",
+    "Cross origin",
+    "Error connecting",
+    "popup failed",
+    "Speaker notes view",
+    "en-US",
+    "AM<",
+)
+
+
+def test_the_speaker_view_of_a_french_deck_is_french():
+    plugin = (slides.reveal_folder() / slides.NOTES).read_text(encoding="utf-8")
+    assert all(english in plugin for english in SPEAKER_ENGLISH)
+    assert slides.speaker_view(plugin, "en") == plugin
+    french = slides.speaker_view(plugin, "fr")
+    assert not [english for english in SPEAKER_ENGLISH if english in french]
+    for word in ("Vue présentateur", "Diapositive suivante", "Disposition\u202f:"):
+        assert word in french
+    assert '<html lang=\\"fr\\">' in french and "hour12: false" in french
+
+
+def test_a_new_reveal_js_that_words_its_speaker_view_otherwise_fails_loudly():
+    plugin = (slides.reveal_folder() / slides.NOTES).read_text(encoding="utf-8")
+    with pytest.raises(ValueError, match="Upcoming"):
+        slides.speaker_view(plugin.replace(">Upcoming<", ">Up next<"), "fr")

@@ -1,6 +1,7 @@
 // The lecture decks of bookbuild.site.slides: reveal.js at 1280x720, its
 // speaker notes, the light or dark mode of the site (key M switches), and the
-// labels of its controls in the deck's language (read from this script's data-).
+// labels of its controls and of its pause overlay in the deck's language (read
+// from this script's data-; the speaker view's: bookbuild.site.slides).
 /* global Reveal, RevealNotes */
 (function () {
   "use strict";
@@ -36,12 +37,22 @@
       { keyCode: 77, key: "M", description: label("mode") },
       switchMode,
     );
-    const names = { prev: "previous", left: "previous", next: "next", right: "next" };
+    const names = {
+      prev: "previous",
+      left: "previous",
+      next: "next",
+      right: "next",
+      up: "up",
+      down: "down",
+    };
     document.querySelectorAll(".reveal .controls button").forEach((button) => {
       const side = [...button.classList]
         .map((name) => name.replace("navigate-", ""))
         .find((name) => name in names);
       if (side) button.setAttribute("aria-label", label(names[side]));
     });
+    // The pause overlay's button (keys B and .), in the deck's language.
+    const resume = document.querySelector(".reveal .pause-overlay .resume-button");
+    if (resume) resume.textContent = label("resume");
   });
 })();
