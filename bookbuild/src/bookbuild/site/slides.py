@@ -533,7 +533,21 @@ def render(page_html: str, chapter: str, language: str, slides: list[Slide]) -> 
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{title}</title>
 <script>
-document.documentElement.dataset.mode = localStorage.getItem("mode") || "auto";
+(() => {{
+  const root = document.documentElement;
+  const dark = window.matchMedia("(prefers-color-scheme: dark)");
+  try {{
+    root.dataset.mode = localStorage.getItem("mode") || "auto";
+  }} catch {{
+    root.dataset.mode = "auto";
+  }}
+  const resolve = () => {{
+    const mode = root.dataset.mode;
+    root.dataset.theme = mode === "auto" ? (dark.matches ? "dark" : "light") : mode;
+  }};
+  resolve();
+  dark.addEventListener("change", resolve);
+}})();
 </script>
 <link rel="icon" href="../_static/favicon.svg">
 <link rel="stylesheet" href="../{ASSETS}/dist/reset.css">

@@ -8,12 +8,10 @@
   const script = document.currentScript;
   const label = (name) => script.getAttribute("data-label-" + name) || "";
   const root = document.documentElement;
-  const dark = () =>
-    root.dataset.mode === "dark" ||
-    (root.dataset.mode !== "light" &&
-      window.matchMedia("(prefers-color-scheme: dark)").matches);
+  // data-theme: the mode resolved by the deck's first script (in its <head>)
   const switchMode = () => {
-    root.dataset.mode = dark() ? "light" : "dark";
+    root.dataset.mode = root.dataset.theme === "dark" ? "light" : "dark";
+    root.dataset.theme = root.dataset.mode;
     try {
       localStorage.setItem("mode", root.dataset.mode);
     } catch {
