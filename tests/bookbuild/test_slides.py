@@ -276,3 +276,9 @@ def test_a_new_reveal_js_that_words_its_speaker_view_otherwise_fails_loudly():
     plugin = (slides.reveal_folder() / slides.NOTES).read_text(encoding="utf-8")
     with pytest.raises(ValueError, match="Upcoming"):
         slides.speaker_view(plugin.replace(">Upcoming<", ">Up next<"), "fr")
+
+
+def test_the_dark_palette_is_written_once():
+    css = (slides.STATIC / "slides.css").read_text(encoding="utf-8")
+    assert css.count("--qkv-deck-bg:") == 2  # light, then dark
+    assert 'html[data-theme="dark"]' in css and "@media (prefers-color" not in css

@@ -151,6 +151,28 @@ def test_the_keyboard_drives_a_deck_and_switches_light_and_dark(site, browser):
         context.close()
 
 
+def test_a_deck_in_auto_mode_follows_the_systems_dark_scheme(site, browser):
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 720}, color_scheme="dark"
+    )
+    try:
+        page = context.new_page()
+        page.goto(f"{site}/{FOLDER}/masking.html", wait_until="load")
+        page.wait_for_function("() => window.Reveal && Reveal.isReady()")
+        root = page.locator("html")
+        assert root.get_attribute("data-mode") == "auto"
+        assert root.get_attribute("data-theme") == "dark"
+        dark = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
+        page.emulate_media(color_scheme="light")  # the system's scheme changes
+        page.wait_for_function(
+            "() => document.documentElement.dataset.theme === 'light'", timeout=5000
+        )
+        light = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
+        assert dark != light == "rgb(255, 255, 255)"
+    finally:
+        context.close()
+
+
 #: English words of reveal.js's speaker view and pause overlay.
 SPEAKER_ENGLISH = re.compile(
     r"Speaker|Loading|Upcoming|\bTime\b|Reset|Pacing|Layout|Default|Wide|Tall"
@@ -167,11 +189,14 @@ def test_a_french_decks_speaker_view_and_pause_are_french(site, browser):
     in a French deck, every word of either is French."""
     context, page, seen = open_deck(browser, f"{site}/fr/{FOLDER}/masking.html", site)
     try:
-        page.keyboard.press("ArrowRight")
+        page.evaluate(  # the first figure's slide: it has notes
+            "() => Reveal.slide([...document.querySelectorAll("
+            "'.slides section[data-qkv-kind]')]"
+            ".findIndex((s) => s.dataset.qkvKind === 'figure'))"
+        )
         with context.expect_page() as opened:
             page.keyboard.press("s")
         speaker = opened.value
-        speaker.locator(".speaker-controls-notes .value").wait_for()
         speaker.wait_for_function(
             "() => document.querySelector('.clock-value').textContent.includes(':')"
             " && document.querySelector('.speaker-controls-notes .value')"
