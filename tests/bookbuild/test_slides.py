@@ -95,6 +95,22 @@ def test_without_a_list_every_figure_outside_the_exercises():
     assert "masking" in deck[2].notes and "After A." in deck[2].notes
 
 
+def test_a_labelled_cell_shows_its_output_and_a_literal_block_its_text():
+    page = PAGE.replace(
+        '<div class="cell docutils container"><pre>code</pre></div>',
+        '<div class="cell docutils container" id="live"><div class="cell_input">'
+        "<pre>view = widget()</pre></div>"
+        '<div class="cell_output docutils container"><div id="w">LIVE</div>'
+        "</div></div>"
+        '<div class="highlight-text notranslate" id="samples"><pre>abc</pre></div>',
+    )
+    deck = slides.deck_slides(page, ["live", "samples"], "full", gettext("en"))
+    assert kinds(deck) == ["title", "goals", "live", "text", "summary"]
+    assert "LIVE" in deck[2].body and "view = widget()" not in deck[2].body
+    assert deck[2].title == "4.1. The formula" and "masking" in deck[2].notes
+    assert "abc" in deck[3].body
+
+
 def test_a_label_the_page_does_not_have_fails():
     with pytest.raises(slides.DeckError, match="fig-missing"):
         slides.deck_slides(PAGE, ["fig-missing"], "full", gettext("en"))
@@ -127,8 +143,9 @@ def test_the_deck_links_back_and_loads_the_sites_own_files():
 
 
 def test_the_chapters_slides_lists_name_their_own_items():
-    """Each label of a chapter's `slides:` is one of its figures, equations or
-    exercises (the build fails otherwise: this says which, without a build)."""
+    """Each label of a chapter's `slides:` is one of its figures, equations,
+    exercises or labelled blocks (the build fails otherwise: this says which,
+    without a build); every chapter has its list, chosen by its author."""
     from bookbuild.toc import lessons
 
     listed = 0
@@ -141,11 +158,12 @@ def test_the_chapters_slides_lists_name_their_own_items():
         text = source.read_text(encoding="utf-8")
         for label in items:
             assert re.search(
-                rf"^:(?:name|label): {re.escape(label)}$|^\$\$ \({re.escape(label)}\)$",
+                rf"^:(?:name|label): {re.escape(label)}$"
+                rf"|^\$\$ \({re.escape(label)}\)$|^\({re.escape(label)}\)=$",
                 text,
                 re.M,
             ), f"{docname}: {label}"
-    assert listed >= 3
+    assert listed == len(lessons(ROOT))
 
 
 def test_reveal_js_is_shipped_by_the_pinned_package():
@@ -219,3 +237,48 @@ def test_a_build_writes_the_decks_and_links_them(small_book):
     assert 'class="qkv-deck-back" href="../book/lesson.html"' in deck
     assert 'src="../_images/square' in deck
     assert (built.html / "_slides" / "dist" / "reveal.js").is_file()
+
+
+#: What reveal.js's speaker view says in English (its words, its clock).
+SPEAKER_ENGLISH = (
+    "Speaker View",
+    "Loading speaker",
+    "Upcoming",
+    ">Time ",
+    "Click to Reset",
+    "Pacing –",
+    "'Layout'",
+    "'Default'",
+    "'Wide'",
+    "'Tall'",
+    "'Notes only'",
+    "Cross origin",
+    "Error connecting",
+    "popup failed",
+    "Speaker notes view",
+    "en-US",
+    "AM<",
+)
+
+
+def test_the_speaker_view_of_a_french_deck_is_french():
+    plugin = (slides.reveal_folder() / slides.NOTES).read_text(encoding="utf-8")
+    assert all(english in plugin for english in SPEAKER_ENGLISH)
+    assert slides.speaker_view(plugin, "en") == plugin
+    french = slides.speaker_view(plugin, "fr")
+    assert not [english for english in SPEAKER_ENGLISH if english in french]
+    for word in ("Vue présentateur", "Diapositive suivante", "Disposition\u202f:"):
+        assert word in french
+    assert '<html lang=\\"fr\\">' in french and "hour12: false" in french
+
+
+def test_a_new_reveal_js_that_words_its_speaker_view_otherwise_fails_loudly():
+    plugin = (slides.reveal_folder() / slides.NOTES).read_text(encoding="utf-8")
+    with pytest.raises(ValueError, match="Upcoming"):
+        slides.speaker_view(plugin.replace(">Upcoming<", ">Up next<"), "fr")
+
+
+def test_the_dark_palette_is_written_once():
+    css = (slides.STATIC / "slides.css").read_text(encoding="utf-8")
+    assert css.count("--qkv-deck-bg:") == 2  # light, then dark
+    assert 'html[data-theme="dark"]' in css and "@media (prefers-color" not in css

@@ -2,7 +2,8 @@
 both languages opens from the local site with no outside request and no console
 error, no slide is larger than 1280x720, every figure on a slide is one its page
 shows, an explorable in a deck computes what it computes on the page, and the
-keyboard drives a deck. The student decks are scanned with the student edition
+keyboard drives a deck, the speaker view of a French deck is French. The
+student decks are scanned with the student edition
 (tests/site/test_student_edition.py)."""
 
 from __future__ import annotations
@@ -145,6 +146,73 @@ def test_the_keyboard_drives_a_deck_and_switches_light_and_dark(site, browser):
         after = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
         assert before != after
         assert page.locator("html").get_attribute("data-mode") in ("dark", "light")
+        assert not seen["errors"], seen["errors"]
+    finally:
+        context.close()
+
+
+def test_a_deck_in_auto_mode_follows_the_systems_dark_scheme(site, browser):
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 720}, color_scheme="dark"
+    )
+    try:
+        page = context.new_page()
+        page.goto(f"{site}/{FOLDER}/masking.html", wait_until="load")
+        page.wait_for_function("() => window.Reveal && Reveal.isReady()")
+        root = page.locator("html")
+        assert root.get_attribute("data-mode") == "auto"
+        assert root.get_attribute("data-theme") == "dark"
+        dark = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
+        page.emulate_media(color_scheme="light")  # the system's scheme changes
+        page.wait_for_function(
+            "() => document.documentElement.dataset.theme === 'light'", timeout=5000
+        )
+        light = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
+        assert dark != light == "rgb(255, 255, 255)"
+    finally:
+        context.close()
+
+
+#: English words of reveal.js's speaker view and pause overlay.
+SPEAKER_ENGLISH = re.compile(
+    r"Speaker|Loading|Upcoming|\bTime\b|Reset|Pacing|Layout|Default|Wide|Tall"
+    r"|Notes only|\b[AP]M\b|Resume|presentation\b"
+)
+#: What the speaker view shows: its title, its text, its menu of layouts.
+SPEAKER_TEXT = """() => [document.title, document.body.innerText,
+    ...[...document.querySelectorAll('option')].map((o) => o.textContent)]
+    .join(' | ')"""
+
+
+def test_a_french_decks_speaker_view_and_pause_are_french(site, browser):
+    """Key S opens the speaker view (reveal.js's notes plugin), key B pauses:
+    in a French deck, every word of either is French."""
+    context, page, seen = open_deck(browser, f"{site}/fr/{FOLDER}/masking.html", site)
+    try:
+        page.evaluate(  # the first figure's slide: it has notes
+            "() => Reveal.slide([...document.querySelectorAll("
+            "'.slides section[data-qkv-kind]')]"
+            ".findIndex((s) => s.dataset.qkvKind === 'figure'))"
+        )
+        with context.expect_page() as opened:
+            page.keyboard.press("s")
+        speaker = opened.value
+        speaker.wait_for_function(
+            "() => document.querySelector('.clock-value').textContent.includes(':')"
+            " && document.querySelector('.speaker-controls-notes .value')"
+            ".textContent.trim().length > 0"
+        )
+        text = speaker.evaluate(SPEAKER_TEXT)
+        assert speaker.locator("html").get_attribute("lang") == "fr"
+        assert "Vue présentateur" in text and "Diapositive suivante" in text, text
+        assert not SPEAKER_ENGLISH.findall(text), text
+        assert re.fullmatch(
+            r"\d\d:\d\d", speaker.locator(".clock-value").text_content().strip()
+        )
+        page.bring_to_front()
+        page.keyboard.press("b")
+        resume = page.locator(".pause-overlay .resume-button")
+        assert resume.text_content() == "Reprendre la présentation"
         assert not seen["errors"], seen["errors"]
     finally:
         context.close()

@@ -28,6 +28,9 @@ What goes on the slides, in order:
         - fig-sdp-explorable        # a glued explorable: live, as on the page
         - scaled-dot-product-ex1    # an exercise's label: the question, then its
                                     # solution on the next slide (full edition)
+        - pm-head-view              # a label, (pm-head-view)=, before a code
+                                    # cell: its output (a live view), no source;
+                                    # before a literal block: its text
 
   Without that list, every figure of the chapter outside its exercises (the
   default rule: each chapter gets a deck);
@@ -50,6 +53,12 @@ files are used, not its Sphinx builder (which would build every page a second
 time). Keyboard: reveal.js's (arrows, space, ``Esc`` for the overview, ``S`` for
 the notes, ``F`` full screen), and ``M`` for light or dark (the site's choice
 is the default).
+The speaker view (``S``: reveal.js's notes plugin) and the pause overlay
+(``B``) speak the deck's language: the plugin's words are rewritten in each
+language's copy of it (:data:`SPEAKER_VIEW`, messages of ``bookbuild``'s
+catalogue), its clock is the language's 24-hour one. reveal.js's keyboard help
+(``?``) is off: the keys are few and the lecturer's, and it would be one more
+English screen.
 
 ``python -m bookbuild.site.slides`` writes the decks of every built site again
 and prints what it wrote (``make slides``); ``python -m bookbuild.site.slides
@@ -68,7 +77,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bookbuild.i18n.messages import gettext
+from bookbuild.i18n.messages import N_, base_language, gettext
 
 #: Where the decks go, beside ``book/`` in each site.
 FOLDER = "slides"
@@ -82,6 +91,8 @@ REVEAL_FILES = (
     "dist/reveal.js",
     "plugin/notes/notes.js",
 )
+#: The notes plugin: the speaker view (key S), in the deck's language.
+NOTES = "plugin/notes/notes.js"
 #: A list longer than this (characters of text) is split over several slides.
 LIST_CHARACTERS = 520
 #: The lead sentence of an equation goes on its slide up to this length.
@@ -96,13 +107,109 @@ def reveal_folder() -> Path:
     return Path(sphinx_revealjs.__file__).parent / "_static" / "revealjs"
 
 
-def copy_assets(site: Path) -> None:
-    """reveal.js and the decks' own style and script into ``site/_slides``."""
+#: The words of reveal.js's speaker view (``plugin/notes/notes.js``, key S) a
+#: lecturer reads, each as it is written in that file, with its English message
+#: (``{}``: where the translation goes). A deck not in English gets a copy of the
+#: plugin with these rewritten; each must be found exactly once (a new
+#: reveal.js that words them otherwise fails the build, not the lecture).
+#: reveal.js's keyboard help (``?``) is switched off (``help: false``).
+SPEAKER_VIEW = (
+    (
+        "<title>reveal.js - Speaker View</title>",
+        "<title>{}</title>",
+        N_("Speaker view"),
+    ),
+    (">Loading speaker view...<", ">{}<", N_("Loading the speaker view…")),
+    (">Upcoming<", ">{}<", N_("Next slide")),
+    (
+        '>Time <span class=\\"reset-button\\">',
+        '>{} <span class=\\"reset-button\\">',
+        N_("Time"),
+    ),
+    (">Click to Reset<", ">{}<", N_("Click to reset")),
+    (
+        ">Pacing – Time to finish current slide<",
+        ">{}<",
+        N_("Pacing: time left on this slide"),
+    ),
+    (">Notes</h4>", ">{}</h4>", N_("Notes")),
+    (
+        "'Layout' + ( title ? ( ': ' + title ) : '' )",
+        "'{}' + ( title ? ( ' ' + title ) : '' )",
+        N_("Layout:"),
+    ),
+    ("'default': 'Default'", "'default': '{}'", N_("Default")),
+    ("'wide': 'Wide'", "'wide': '{}'", N_("Wide")),
+    ("'tall': 'Tall'", "'tall': '{}'", N_("Tall")),
+    ("'notes-only': 'Notes only'", "'notes-only': '{}'", N_("Notes only")),
+    (
+        "'Cross origin error.<br>The speaker window can only be opened from the "
+        "same origin.'",
+        "'{}'",
+        N_("The speaker view opens only from the deck's own site."),
+    ),
+    (
+        "'Error connecting to main window.<br>Please try closing and reopening the "
+        "speaker view.'",
+        "'{}'",
+        N_("No connection to the deck: close the speaker view and open it again."),
+    ),
+    (
+        'alert("Speaker view popup failed to open. Please make sure popups are '
+        'allowed and reopen the speaker view.")',
+        'alert("{}")',
+        N_("The speaker view did not open: allow pop-up windows, then press S again."),
+    ),
+    ('description:"Speaker notes view"', 'description:"{}"', N_("Speaker view")),
+)
+
+
+def speaker_view(text: str, language: str) -> str:
+    """reveal.js's notes plugin (``text``) with its speaker view in ``language``:
+    its words (:data:`SPEAKER_VIEW`), its ``lang`` and its clock."""
+    if base_language(language) == "en":
+        return text
+    _ = gettext(language)
+    for english, pattern, message in SPEAKER_VIEW:
+        translated = _(message)
+        if set(translated) & set("'\"\\<>\n"):
+            raise ValueError(
+                f"the speaker view's {message!r}: its translation {translated!r} "
+                "must hold no quote, backslash, < or > (it goes into a JS string)"
+            )
+        if text.count(english) != 1:
+            raise ValueError(
+                f"reveal.js's notes plugin: {english!r} found {text.count(english)}"
+                " times, expected once (a new reveal.js? see SPEAKER_VIEW)"
+            )
+        text = text.replace(english, pattern.format(translated))
+    locale = base_language(language)
+    for english, local in (
+        ('<html lang=\\"en\\">', f'<html lang=\\"{locale}\\">'),
+        (
+            "toLocaleTimeString( 'en-US', { hour12: true,",
+            f"toLocaleTimeString( '{locale}', {{ hour12: false,",
+        ),
+        (">0:00 AM<", ">00:00<"),
+    ):
+        if text.count(english) != 1:
+            raise ValueError(f"reveal.js's notes plugin: {english!r} not found once")
+        text = text.replace(english, local)
+    return text
+
+
+def copy_assets(site: Path, language: str = "") -> None:
+    """reveal.js and the decks' own style and script into ``site/_slides``
+    (the speaker view in the site's language)."""
     target = Path(site) / ASSETS
     source = reveal_folder()
     for name in REVEAL_FILES:
         (target / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source / name, target / name)
+        if name == NOTES:
+            text = (source / name).read_text(encoding="utf-8")
+            (target / name).write_text(speaker_view(text, language), encoding="utf-8")
+        else:
+            shutil.copyfile(source / name, target / name)
     for name in ("slides.css", "slides.js"):
         shutil.copyfile(STATIC / name, target / name)
 
@@ -273,7 +380,34 @@ def _item_slides(article, label: str, edition: str) -> list[Slide]:
         if solution is not None and edition != "student":
             slides.append(_box_slide(solution, "solution"))
         return slides
-    raise DeckError(f"`slides:` names {label!r}: not a figure, equation or exercise")
+    if "cell" in classes:
+        # A code cell's output (a live view with no figure around it), without
+        # its source: a lecture shows what the code draws.
+        output = node.select_one("div.cell_output")
+        if output is None:
+            raise DeckError(f"`slides:` names {label!r}: a code cell with no output")
+        return [
+            Slide(
+                _heading(node),
+                f'<div class="qkv-deck-figure qkv-deck-live">{_clean(output)}</div>',
+                _notes(node),
+                "live",
+            )
+        ]
+    if node.name == "div" and any(c.startswith("highlight-") for c in classes):
+        # A literal block (text the page shows as it is, e.g. a model's samples).
+        return [
+            Slide(
+                _heading(node),
+                f'<div class="qkv-deck-scroll qkv-deck-text">{_clean(node)}</div>',
+                _notes(node),
+                "text",
+            )
+        ]
+    raise DeckError(
+        f"`slides:` names {label!r}: not a figure, equation, exercise, code cell"
+        " or literal block"
+    )
 
 
 def _box_slide(box, kind: str) -> Slide:
@@ -384,6 +518,9 @@ def render(page_html: str, chapter: str, language: str, slides: list[Slide]) -> 
         "mode": _("Light or dark"),
         "previous": _("previous slide"),
         "next": _("next slide"),
+        "up": _("slide above"),
+        "down": _("slide below"),
+        "resume": _("Resume the presentation"),
     }
     data = " ".join(
         f'data-label-{key}="{html_escape.escape(value)}"'
@@ -396,7 +533,21 @@ def render(page_html: str, chapter: str, language: str, slides: list[Slide]) -> 
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{title}</title>
 <script>
-document.documentElement.dataset.mode = localStorage.getItem("mode") || "auto";
+(() => {{
+  const root = document.documentElement;
+  const dark = window.matchMedia("(prefers-color-scheme: dark)");
+  try {{
+    root.dataset.mode = localStorage.getItem("mode") || "auto";
+  }} catch {{
+    root.dataset.mode = "auto";
+  }}
+  const resolve = () => {{
+    const mode = root.dataset.mode;
+    root.dataset.theme = mode === "auto" ? (dark.matches ? "dark" : "light") : mode;
+  }};
+  resolve();
+  dark.addEventListener("change", resolve);
+}})();
 </script>
 <link rel="icon" href="../_static/favicon.svg">
 <link rel="stylesheet" href="../{ASSETS}/dist/reset.css">
@@ -434,7 +585,7 @@ def write_decks(
     from bookbuild.toc import lessons
 
     site = Path(site)
-    copy_assets(site)
+    copy_assets(site, language)
     written = []
     for docname in lessons(root):
         page = site / f"{docname}.html"
