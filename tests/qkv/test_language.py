@@ -177,9 +177,9 @@ def test_tables_and_sizes_in_french_and_english_unchanged():
     )
     assert [glue.human_bytes(n) for n in sizes] == [
         "512 o",
-        "1,5 KiB",
-        "1,3 GiB",
-        "64,0 GiB",
+        "1,5 Kio",
+        "1,3 Gio",
+        "64,0 Gio",
     ]
     shapes = glue.shape_table({"q": torch.zeros(2, 3)}, {"q": "(L, E)"}).data
     assert shapes.startswith("| tenseur | forme | sens |")
