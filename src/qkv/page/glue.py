@@ -133,6 +133,10 @@ def _cell(cell: object) -> str:
     match = _NUMBER_CELL.fullmatch(written)
     if match is None:
         return written
+    if "," in match["number"] and get_language() != "en":
+        # already in the page's language (qkv.page.numbers.num): "0,976" is
+        # a decimal, not thousands (English grouping comes through num too)
+        return written
     mark = match["mark"]
     return f"{mark}{localise(match['number'])}{mark}{match['unit'] or ''}"
 
