@@ -54,6 +54,7 @@ torch 2.13.0, model.pt, 4096 | 8192, graine 1234
 tensor([[0.1000, 0.2000],
         [0.3000, 0.4000]])
 [0.5, 0.25]
+température 1.0 [0.665, 0.245], poids tensor([0.7381, 0.6431])
 </pre></div></div></div>
 </article></body></html>"""
 
@@ -73,7 +74,7 @@ def found(report: english_numbers.Report, kind: str) -> list[str]:
 def test_outputs_count_english_numbers_and_nothing_else(handmade):
     # the English line counts; the French one, versions, names, 4-digit
     # integers, code, tables' and prose's numbers, tensor and list reprs: not
-    assert found(handmade, "decimal points") == ["0.976", "100.0"]
+    assert found(handmade, "decimal points") == ["0.976", "100.0", "1.0"]
     assert found(handmade, "thousands") == ["79972"]
     assert found(handmade, "e-notation") == ["3,4e-09"]
 
@@ -81,7 +82,7 @@ def test_outputs_count_english_numbers_and_nothing_else(handmade):
 def test_units_count_on_the_whole_page(handmade):
     assert found(handmade, "units") == ["KiB", "MiB"]
     assert handmade.counts == {
-        "decimal points": 2,
+        "decimal points": 3,
         "thousands": 1,
         "e-notation": 1,
         "units": 2,

@@ -20,8 +20,9 @@ line, of four kinds:
   the whole page (prose, tables and outputs): French is Kio, Mio, Gio, Tio.
 
 Not counted: the repr of a tensor, an array or a list (a line that starts with
-``tensor(``, ``array(``, ``[`` or ``(`` or continues one), which is Python's
-notation, not the page's. :data:`bookbuild.tools.english_words.NOT_COUNTED`
+``tensor(``, ``array(``, ``[`` or ``(`` or continues one, and a list or tensor
+inside a line), which is Python's notation, not the page's.
+:data:`bookbuild.tools.english_words.NOT_COUNTED`
 pages are left out as there.
 """
 
@@ -48,6 +49,8 @@ THOUSANDS = re.compile(r"(?<![\w.,\u202f])\d{5,}(?![\w.,]|\u202f\d)")
 E_NOTATION = re.compile(r"(?<![\w])\d+(?:[.,]\d+)?[eE][-+]?\d+\b")
 #: An English binary unit.
 UNITS = re.compile(r"\b[KMGTP]iB\b")
+#: A list, or a tensor or an array written by Python, innermost first.
+INNER_REPR = re.compile(r"\[[^\[\]]*\]|\b(?:tensor|array)\([^()]*\)")
 #: A line that is (or continues) a tensor, array or list repr.
 REPR_START = re.compile(r"^\s*(?:tensor\(|array\(|Parameter containing|\[|\()")
 
@@ -87,12 +90,23 @@ def output_lines(text: str) -> list[str]:
     return lines
 
 
+def without_reprs(line: str) -> str:
+    """``line`` without the lists and tensors it shows as Python writes them
+    (``[0.665, 0.245]``, ``tensor([0.7381, 0.6431])``)."""
+    while True:
+        shorter = INNER_REPR.sub(" ", line)
+        if shorter == line:
+            return line
+        line = shorter
+
+
 def count_text(text: str, units_only: bool = False) -> dict[str, list[str]]:
     """The English-format numbers in ``text``, by kind."""
     found: dict[str, list[str]] = {kind: [] for kind in KINDS}
     found["units"] = UNITS.findall(text)
     if units_only:
         return found
+    text = without_reprs(text)
     found["decimal points"] = DECIMAL_POINT.findall(text)
     found["thousands"] = THOUSANDS.findall(text)
     found["e-notation"] = E_NOTATION.findall(text)
