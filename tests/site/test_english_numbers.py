@@ -55,7 +55,9 @@ tensor([[0.1000, 0.2000],
         [0.3000, 0.4000]])
 [0.5, 0.25]
 température 1.0 [0.665, 0.245], poids tensor([0.7381, 0.6431])
-</pre></div></div></div>
+</pre></div>
+<div class="output text_plain highlight-myst-ansi notranslate"><div class="highlight">
+<pre>(22.25, 4.724328517913818)</pre></div></div></div></div>
 </article></body></html>"""
 
 

@@ -21,7 +21,8 @@ line, of four kinds:
 
 Not counted: the repr of a tensor, an array or a list (a line that starts with
 ``tensor(``, ``array(``, ``[`` or ``(`` or continues one, and a list or tensor
-inside a line), which is Python's notation, not the page's.
+inside a line), and the value a cell ends with, shown by its repr
+(``div.output.text_plain``): Python's notation, not the page's.
 :data:`bookbuild.tools.english_words.NOT_COUNTED`
 pages are left out as there.
 """
@@ -100,6 +101,18 @@ def without_reprs(line: str) -> str:
         line = shorter
 
 
+def without_values(html: str) -> str:
+    """``html`` without the values that cells end with, which Jupyter shows by
+    their repr (``div.output.text_plain``: ``22.25``, ``(0.5, 1.5)``, a
+    dict): Python's notation, as a tensor's; what a cell prints stays."""
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(html, "html.parser")
+    for value in soup.select("div.cell_output div.text_plain"):
+        value.decompose()
+    return str(soup)
+
+
 def count_text(text: str, units_only: bool = False) -> dict[str, list[str]]:
     """The English-format numbers in ``text``, by kind."""
     found: dict[str, list[str]] = {kind: [] for kind in KINDS}
@@ -127,7 +140,7 @@ def count_site(
         path = folder / f"{page}.html"
         if not path.is_file():
             continue
-        pieces, _ = page_pieces(path.read_text("utf-8"))
+        pieces, _ = page_pieces(without_values(path.read_text("utf-8")))
         for place, text in pieces:
             lines = output_lines(text) if place == "outputs" else [text]
             for line in lines:
