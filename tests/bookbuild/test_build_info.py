@@ -10,7 +10,7 @@ from docutils.utils import new_document
 from bookbuild.site.build_info import EXEC_TABLE_HEADERS, translate_exec_table
 
 
-def _document_with_table(headers) -> nodes.document:
+def _document_with_table(headers, cells=None) -> nodes.document:
     document = new_document("test", get_default_settings(Parser))
     table = nodes.table()
     tgroup = nodes.tgroup(cols=len(headers))
@@ -25,8 +25,8 @@ def _document_with_table(headers) -> nodes.document:
     tgroup += tbody
     body_row = nodes.row()
     tbody += body_row
-    for _ in headers:
-        body_row += nodes.entry("", nodes.paragraph(text="cache"))
+    for cell in cells or ["cache"] * len(headers):
+        body_row += nodes.entry("", nodes.paragraph(text=cell))
     document += table
     return document
 
@@ -49,3 +49,14 @@ def test_the_execution_table_headers_in_french_and_english_unchanged():
     other = _document_with_table(["part", "parameters"])
     assert translate_exec_table(other, "fr") == 0
     assert "parameters" in other.astext()
+
+
+def test_the_durations_in_the_page_language():
+    cells = ["book/masking", "2026-12-02 04:56", "cache", "1.88", "✅"]
+    french = _document_with_table(EXEC_TABLE_HEADERS, cells)
+    assert translate_exec_table(french, "fr") == 1
+    body = [e.astext() for e in next(french.findall(nodes.tbody)).findall(nodes.entry)]
+    assert body == ["book/masking", "2026-12-02 04:56", "cache", "1,88", "✅"]
+    english = _document_with_table(EXEC_TABLE_HEADERS, cells)
+    translate_exec_table(english, "en")
+    assert "1.88" in english.astext()

@@ -18,6 +18,7 @@ from qkv.language import translated
 from qkv.page.explorables import kv_cache_calculator
 from qkv.page.explorables.kv_cache import LIMITS, KVCacheCalculator, cache_sizes
 from qkv.page.glue import human_bytes
+from qkv.page.numbers import byte_units
 
 
 def both(labels: dict[str, str]) -> dict[str, dict[str, str]]:
@@ -54,7 +55,10 @@ def test_data_are_the_chapters_configs():
     assert data["configs"] == [[name, *config] for name, config in CONFIGS.items()]
     assert data["model"] == "Llama 2 70B"
     assert (data["bytes_per_number"], data["n_tokens"], data["batch"]) == (2, 4096, 1)
-    assert data["unit_b"] == {"en": "B", "fr": "o"}
+    assert data["units"] == {
+        "en": ["B", "KiB", "MiB", "GiB", "TiB", "PiB"],
+        "fr": ["o", "Kio", "Mio", "Gio", "Tio", "Pio"],
+    }
     chapter = (ROOT / "book" / "decoders.md").read_text(encoding="utf-8")
     for name, config in CONFIGS.items():  # the chapter's own table
         assert f'"{name}": {config},' in chapter
@@ -89,15 +93,16 @@ def js_human_bytes(n_bytes: int, lang: str = "en") -> str:
     """kv_cache.js's humanBytes, line for line: the bytes as a double, then exact
     integer arithmetic, halves rounded up."""
     n = int(float(n_bytes))
-    sep, point, unit_b = (",", ".", "B") if lang == "en" else ("\u202f", ",", "o")
+    sep, point = (",", ".") if lang == "en" else ("\u202f", ",")
+    units = byte_units(lang)
 
     def group(digits: str) -> str:
         return re.sub(r"\B(?=(\d{3})+(?!\d))", sep, digits)
 
     if n < 1024:
-        return f"{group(str(n))} {unit_b}"
+        return f"{group(str(n))} {units[0]}"
     d = 1
-    for i, unit in enumerate(["KiB", "MiB", "GiB", "TiB", "PiB"]):
+    for i, unit in enumerate(units[1:]):
         d *= 1024
         tenths = (20 * n + d) // (2 * d)
         if tenths < 10240 or i == 4:

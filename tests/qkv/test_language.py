@@ -28,6 +28,7 @@ from bookbuild.i18n.domains import messages_of  # noqa: E402
 from qkv import language  # noqa: E402
 from qkv.language import NNBSP, format_number, gettext, pgettext  # noqa: E402
 from qkv.page import diagrams, glue, plot  # noqa: E402
+from qkv.page.numbers import num  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -164,6 +165,9 @@ def test_tables_and_sizes_in_french_and_english_unchanged():
     assert shapes.startswith("| tensor | shape | meaning |")
 
     qkv.set_language("fr")
+    # in French a number with a comma is French already (qkv.page.numbers.num
+    # wrote it): "0,976" is a decimal; an English grouping comes through num
+    rows = [(4096, "0.25", 3, 0.5, "`(2, 6)`", "1.2e+05", "12.5%", "cat")]
     french = glue.markdown_table(rows, header).data.splitlines()[-1]
     assert french == (
         f"| 4{NNBSP}096 | 0,25 | 3 | 0,5 | `(2, 6)` | 1,2e+05 | 12,5{NNBSP}% | cat |"
@@ -171,15 +175,18 @@ def test_tables_and_sizes_in_french_and_english_unchanged():
     # a number already written in French is not converted a second time
     cell = glue.markdown_table([(format_number(0.125, ".3f"),)], ["x"]).data
     assert cell.endswith("| 0,125 |")
-    cells = [("**3,152,384**", "0.330 s", "2.13.0", "$0.5$")]
+    assert glue.markdown_table([(f"{num(0.976):.3f}",)], ["x"]).data.endswith(
+        "| 0,976 |"
+    )
+    cells = [(f"**{num(3152384):,}**", "0.330 s", "2.13.0", "$0.5$")]
     assert glue.markdown_table(cells, list("abcd")).data.endswith(
         f"| **3{NNBSP}152{NNBSP}384** | 0,330 s | 2.13.0 | $0.5$ |"
     )
     assert [glue.human_bytes(n) for n in sizes] == [
         "512 o",
-        "1,5 KiB",
-        "1,3 GiB",
-        "64,0 GiB",
+        "1,5 Kio",
+        "1,3 Gio",
+        "64,0 Gio",
     ]
     shapes = glue.shape_table({"q": torch.zeros(2, 3)}, {"q": "(L, E)"}).data
     assert shapes.startswith("| tenseur | forme | sens |")

@@ -17,7 +17,7 @@ with ``qkv`` alone.
 
 Language (the French edition): the numbers that these helpers write into a
 table or a string follow :func:`qkv.set_language` (``"0,25"``, ``"4 096"``,
-``"1,5 KiB"`` in French); headers come from the caller. :func:`glue` leaves
+``"1,5 Kio"`` in French); headers come from the caller. :func:`glue` leaves
 numbers alone: the French build of the book writes glued numbers the French
 way itself, so a number formatted by :func:`qkv.language.format_number` is
 glued as Python writes it, and converted once.
@@ -33,8 +33,10 @@ from decimal import ROUND_HALF_UP, Decimal, localcontext
 import numpy as np
 from torch import Tensor, nn
 
-from qkv.language import LocalNumber, localise, pgettext
+from qkv.language import LocalNumber, get_language, localise
 from qkv.language import gettext as _
+from qkv.page.numbers import byte_units, decimal_sign
+from qkv.page.numbers import number as _number
 
 __all__ = [
     "glue",
@@ -131,6 +133,10 @@ def _cell(cell: object) -> str:
     match = _NUMBER_CELL.fullmatch(written)
     if match is None:
         return written
+    if "," in match["number"] and get_language() != "en":
+        # already in the page's language (qkv.page.numbers.num): "0,976" is
+        # a decimal, not thousands (English grouping comes through num too)
+        return written
     mark = match["mark"]
     return f"{mark}{localise(match['number'])}{mark}{match['unit'] or ''}"
 
@@ -150,10 +156,11 @@ def shape_table(tensors: Mapping[str, Tensor], meaning: Mapping[str, str]) -> _M
     return markdown_table(rows, header)
 
 
-def human_bytes(n_bytes: float) -> str:
+def human_bytes(n_bytes: float) -> LocalNumber:
     """A number of bytes for a reader, in binary units (1 KiB = 1,024 bytes):
     ``"512 B"``, ``"1.5 KiB"``, ``"64.0 GiB"``; in French ``"512 o"`` (octets),
-    ``"1,5 KiB"``, ``"64,0 GiB"`` (the binary units stay, as in the French prose).
+    ``"1,5 Kio"``, ``"64,0 Gio"`` (:func:`qkv.page.numbers.byte_units`, numbers
+    by :func:`qkv.page.numbers.number`).
 
     Raises:
         ValueError: if ``n_bytes`` is negative or not a finite number.
@@ -168,18 +175,26 @@ def human_bytes(n_bytes: float) -> str:
     size = Decimal(float(n_bytes))
     # enough digits for any finite float (the default 28 fail past 1e28)
     with localcontext(prec=max(28, size.adjusted() + 3)):
-        return _human_bytes(size)
+        # what glue() pastes is the English one: the French build writes it
+        # the French way (its catalogue has "{0} Gio" for "{0} GiB")
+        return LocalNumber(_human_bytes(size, get_language()), _human_bytes(size, "en"))
 
 
-def _human_bytes(size: Decimal) -> str:
+def _human_bytes(size: Decimal, language: str) -> str:
+    units = byte_units(language)
     whole = size.quantize(Decimal(1), rounding=ROUND_HALF_UP)
     if whole < 1024:
-        return f"{localise(f'{whole:,f}')} {pgettext('bytes', 'B')}"
-    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB"):
+        return f"{_number(int(whole), language=language)} {units[0]}"
+    for unit in units[1:]:
         size /= 1024
         tenths = size.quantize(Decimal("0.1"), rounding=ROUND_HALF_UP)
-        if tenths < 1024 or unit == "PiB":  # never "1,024.0 KiB"
-            return f"{localise(f'{tenths:,f}')} {unit}"
+        if tenths < 1024 or unit == units[-1]:  # never "1,024.0 KiB"
+            # exactly, no float: the whole part grouped, then the tenths
+            whole, _, decimals = f"{tenths:f}".partition(".")
+            return (
+                f"{_number(int(whole), language=language)}"
+                f"{decimal_sign(language)}{decimals or '0'} {unit}"
+            )
     raise AssertionError("unreachable")  # pragma: no cover
 
 

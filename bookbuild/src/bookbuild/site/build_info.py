@@ -41,6 +41,7 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 
 from bookbuild.i18n.languages import is_translation
 from bookbuild.i18n.messages import N_, gettext
+from bookbuild.i18n.numbers import localise_number
 from bookbuild.toc import book_root
 
 
@@ -179,11 +180,13 @@ class TranslateExecTable(SphinxPostTransform):
 
 
 def translate_exec_table(document: nodes.Node, language: str | None) -> int:
-    """The headers of each execution-time table of ``document`` in
-    ``language`` (unchanged in English); returns how many tables it found."""
+    """The headers and the durations of each execution-time table of
+    ``document`` in ``language`` (``1.88`` -> ``1,88`` in French; unchanged in
+    English); returns how many tables it found."""
 
     _ = gettext(language)
     found = 0
+    duration = EXEC_TABLE_HEADERS.index("Run Time (s)")
     for thead in document.findall(nodes.thead):
         texts = [entry.astext() for entry in thead.findall(nodes.entry)]
         if tuple(texts) != EXEC_TABLE_HEADERS:
@@ -191,6 +194,15 @@ def translate_exec_table(document: nodes.Node, language: str | None) -> int:
         found += 1
         for text in list(thead.findall(nodes.Text)):
             text.parent.replace(text, nodes.Text(_(str(text))))
+        # the durations the page's way ("1,88" in French), as every number
+        for tbody in thead.parent.findall(nodes.tbody):
+            for row in tbody.findall(nodes.row):
+                entries = list(row.findall(nodes.entry))
+                if len(entries) <= duration:
+                    continue
+                for text in list(entries[duration].findall(nodes.Text)):
+                    written = localise_number(str(text).strip(), language)
+                    text.parent.replace(text, nodes.Text(written))
     return found
 
 

@@ -10,9 +10,10 @@ import contextlib
 from collections.abc import Mapping
 
 from qkv.cost import kv_cache_bytes
-from qkv.language import N_, get_language, localise, pgettext, set_language
+from qkv.language import N_, get_language, localise, set_language
 from qkv.page.explorables._base import LANGUAGES, MAX_WORD_CHARS, Explorable, plain
 from qkv.page.glue import human_bytes
+from qkv.page.numbers import byte_units
 from qkv.validate import check_int
 
 __all__ = ["kv_cache_calculator"]
@@ -204,9 +205,7 @@ class KVCacheCalculator(Explorable):
             "n_tokens": self.n_tokens,
             "batch": self.batch,
             "limits": LIMITS,
-            "unit_b": {
-                lang: pgettext("bytes", "B", language=lang) for lang in LANGUAGES
-            },
+            "units": {lang: list(byte_units(lang)) for lang in LANGUAGES},
         }
 
     @contextlib.contextmanager

@@ -15,7 +15,8 @@ function qkvKVCache(root, data, live) {
   var lang = (data.lang || (root.closest("[lang]") || document.documentElement)
     .getAttribute("lang") || "en").slice(0, 2).toLowerCase();
   var french = lang === "fr", limits = data.limits;
-  var unitB = data.unit_b[lang] || data.unit_b.en;
+  // qkv.page.numbers.byte_units: B, KiB, MiB... (French o, Kio, Mio...)
+  var units = data.units[lang] || data.units.en;
   var configs = {};
   data.configs.forEach(function (row) { configs[row[0]] = row.slice(1); });
 
@@ -28,9 +29,9 @@ function qkvKVCache(root, data, live) {
   // then exact arithmetic, halves rounded up, binary units up to PiB.
   function humanBytes(bytes) {
     var n = BigInt(Number(bytes));
-    if (n < 1024n) { return group(n.toString()) + " " + unitB; }
-    var units = ["KiB", "MiB", "GiB", "TiB", "PiB"], d = 1n;
-    for (var i = 0; i < units.length; i++) {
+    if (n < 1024n) { return group(n.toString()) + " " + units[0]; }
+    var d = 1n;
+    for (var i = 1; i < units.length; i++) {
       d *= 1024n;
       var tenths = (20n * n + d) / (2n * d);  // n / d to tenths, halves up
       if (tenths < 10240n || i === units.length - 1) {
