@@ -13,7 +13,8 @@
 #       fresh environment, the student edition, the PDFs: minutes),
 #       make lint-js (the JavaScript linter),
 #       make serve (the built site on http://127.0.0.1:8000), make clean,
-#       make pdf (a PDF handout per chapter, and each lecture deck),
+#       make pdf (a PDF handout per chapter, without solutions, and each
+#       lecture deck; make pdf SOLUTIONS=1: with the solutions),
 #       make slides (the lecture decks: every chapter as slides, in each
 #       language; make book writes them too), make bench (build timings),
 #       make portability (every claim under emulated CPUs),
@@ -217,12 +218,15 @@ serve: book
 	$(BIN)/python -m http.server $(PORT) --bind 127.0.0.1 --directory _build/html
 
 # One PDF handout per chapter and the whole book in _build/pdf (French in
-# _build/pdf/fr), printed by headless Chromium, then linked from the site's pages
-# (`make book` alone links none); then each lecture deck, one slide a page, in
-# _build/pdf/slides (_build/pdf/fr/slides). EDITION=student: from the student
-# edition, into _build/pdf/student.
+# _build/pdf/fr), without solutions, printed by headless Chromium, then linked
+# from the site's pages (`make book` alone links none); then each lecture deck,
+# one slide a page, in _build/pdf/slides (_build/pdf/fr/slides). SOLUTIONS=1:
+# the handouts with the solutions, for the lecturer, into _build/pdf/solutions
+# (linked from no page). EDITION=student: from the student edition, into
+# _build/pdf/student.
+SOLUTIONS ?=
 pdf: book
-	$(BIN)/python -m bookbuild.tools.handouts $(if $(filter student,$(EDITION)),--edition student)
+	$(BIN)/python -m bookbuild.tools.handouts $(if $(filter student,$(EDITION)),--edition student) $(if $(SOLUTIONS),--solutions)
 	$(BIN)/python -m bookbuild.site.slides print $(if $(filter student,$(EDITION)),--edition student)
 
 # The lecture decks (bookbuild.site.slides): one reveal.js deck per chapter and

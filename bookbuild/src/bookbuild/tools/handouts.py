@@ -7,11 +7,19 @@ the navigation disappears and every interactive head view is replaced by its
 static figure. What a screen needs and paper does not is settled here, at print
 time, not in the site's CSS: code wraps at the margin instead of being clipped,
 figures and equations are not split across pages, the source of a hidden code
-cell is left out (its output stays), every folded box (a solution, "Cite this
+cell is left out (its output stays), every other folded box ("Cite this
 chapter", a dropdown) is printed open, the first page names the book, its version
-and its commit (the footer of the site, :mod:`bookbuild.site.build_info`), and
-every page has its number out of the handout's pages in its footer, beside the
-page's title.
+and its commit (the footer of the site, :mod:`bookbuild.site.build_info`) and
+which edition the handout is, and every page has its number out of the handout's
+pages in its footer, beside the page's title.
+
+Solutions only where asked: a lecturer hands out ``_build/pdf/*.pdf`` as they
+are, so the default handouts hold no solution (the exercises' solutions and the
+answers of the "Question" boxes are left out, as in the student edition,
+:mod:`bookbuild.site.edition`); ``make pdf SOLUTIONS=1`` (``--solutions``)
+prints them, open, into ``_build/pdf/solutions`` (French:
+``_build/pdf/solutions/fr``), for the lecturer. The first page of each says
+which it is, in its language (:func:`edition_label`).
 
 The whole book is then one PDF too, ``book.pdf``: every page in the order of the
 table of contents, one bookmark per page (its title); each page keeps its
@@ -24,11 +32,13 @@ handout beside each chapter's notebook link, and turns the introduction's words
 "the whole book as one PDF" (``<span class="qkv-book-pdf">``) into a link.
 
 Usage, from the book's folder: ``python -m bookbuild.tools.handouts [--edition
-student] [PAGE ...]`` (default: every page of ``_toc.yml``, and the whole book).
-Writes ``_build/pdf/<label>.pdf`` and ``_build/pdf/book.pdf``; and, for each
-translation of the book (``_build/html/<code>``), the same from its pages in
-``_build/pdf/<code>/``. The student edition (``make pdf EDITION=student``) is
-printed from ``_build/student/_build/html`` into ``_build/pdf/student``.
+student | --solutions] [PAGE ...]`` (default: every page of ``_toc.yml``, and the
+whole book). Writes ``_build/pdf/<label>.pdf`` and ``_build/pdf/book.pdf``; and,
+for each translation of the book (``_build/html/<code>``), the same from its pages
+in ``_build/pdf/<code>/``. The student edition (``make pdf EDITION=student``) is
+printed from ``_build/student/_build/html`` into ``_build/pdf/student``; the
+handouts with solutions (``--solutions``) into ``_build/pdf/solutions``, and the
+site links none of them (its links go to the handouts without solutions).
 """
 
 from __future__ import annotations
@@ -44,7 +54,7 @@ from bookbuild.i18n.catalogues import (
     translate_message,
     translated_languages,
 )
-from bookbuild.i18n.messages import gettext
+from bookbuild.i18n.messages import N_, gettext
 from bookbuild.site.citation import title_of
 from bookbuild.toc import lessons, pages
 from bookbuild.tools.browser import launch, serve, wait_for_math
@@ -88,14 +98,22 @@ summary::-webkit-details-marker { display: none; }
     border-bottom: 1px solid #bbb;
     padding-bottom: 0.4em;
 }
+.qkv-handout-edition { font-weight: bold; }
 """
 
-#: Folded boxes opened or left out before printing, the provenance line put under
-#: the title; returns what would still spoil the page.
-PREPARE = """() => {
+#: Folded boxes opened or left out before printing (the solutions left out
+#: unless ``solutions``), the provenance line and the edition put under the
+#: title; returns what would still spoil the page.
+PREPARE = """({solutions, edition}) => {
     // A hidden code cell's source is left out: its output stays on the page.
     document.querySelectorAll('details.hide.above-input').forEach(
         (box) => box.remove());
+    // The solutions (sphinx-exercise) and the answers of the "Question" boxes
+    // (a dropdown), as the student edition leaves them out; unless asked for.
+    const answers = '.solution, .question details.sd-dropdown';
+    if (!solutions) {
+        document.querySelectorAll(answers).forEach((box) => box.remove());
+    }
     // Every other folded box is printed open: "Cite this chapter", dropdowns,
     // hidden outputs, and the solutions of sphinx-togglebutton.
     document.querySelectorAll('details').forEach((box) => { box.open = true; });
@@ -115,12 +133,17 @@ PREPARE = """() => {
     if (footer && title && !document.querySelector('.qkv-handout-provenance')) {
         const line = document.createElement('p');
         line.className = 'qkv-handout-provenance';
-        line.textContent = footer.textContent.trim();
+        line.textContent = footer.textContent.trim() + ' · ';
+        const which = document.createElement('span');
+        which.className = 'qkv-handout-edition';
+        which.textContent = edition;
+        line.append(which);
         title.after(line);
     }
     const shown = (element) => element.getClientRects().length > 0;
     return {
         noProvenance: !(footer && title),
+        solutionsLeft: solutions ? 0 : document.querySelectorAll(answers).length,
         folded: [...document.querySelectorAll('details:not([open])')].length
             + [...document.querySelectorAll('.toggle-hidden')].length,
         emptyHeaders: [...document.querySelectorAll('summary')].filter(
@@ -149,11 +172,39 @@ def site(root: Path = Path("."), language: str = "", edition: str = "full") -> P
 
 
 def pdf_folder(
-    root: Path = Path("."), language: str = "", edition: str = "full"
+    root: Path = Path("."),
+    language: str = "",
+    edition: str = "full",
+    solutions: bool = False,
 ) -> Path:
-    """Where the handouts of ``edition`` in ``language`` are written."""
+    """Where the handouts of ``edition`` in ``language`` are written: those with
+    solutions in a folder of their own, never where the handouts are."""
     folder = Path(root) / "_build" / "pdf"
-    return (folder / "student" if edition == "student" else folder) / language
+    if edition == "student":
+        folder = folder / "student"
+    elif solutions:
+        folder = folder / "solutions"
+    return folder / language
+
+
+#: What the first page of a handout says it is, per (edition, solutions).
+EDITIONS = {
+    ("full", False): N_("Handout without solutions"),
+    ("full", True): N_("Edition with solutions, for the lecturer"),
+    ("student", False): N_("Student edition, without solutions"),
+}
+
+
+def edition_label(edition: str, solutions: bool, language: str = "") -> str:
+    """What the first page of a handout of ``edition`` (with ``solutions`` or
+    not) says it is, in ``language``. The student edition has no solution to
+    print: asking for them is an error."""
+    if (edition, solutions) not in EDITIONS:
+        raise ValueError(
+            f"no handouts of edition={edition!r} with solutions={solutions!r}: "
+            "the student edition has no solution to print"
+        )
+    return gettext(language)(EDITIONS[edition, solutions])
 
 
 def print_pages(
@@ -161,15 +212,20 @@ def print_pages(
     root: Path = Path("."),
     language: str = "",
     edition: str = "full",
+    solutions: bool = False,
 ) -> list[Path]:
     """Print each page (``book/masking``) of the site built in ``root`` (of its
     translation into ``language``, if given; of the student edition if
-    ``edition`` is "student"), ``PAGES_AT_ONCE`` at a time; return the PDFs in
-    the order of ``pages``."""
+    ``edition`` is "student"), without its solutions unless ``solutions``,
+    ``PAGES_AT_ONCE`` at a time; return the PDFs in the order of ``pages``."""
     from concurrent.futures import ThreadPoolExecutor
 
     html = site(root, language, edition)
-    out = pdf_folder(root, language, edition)
+    out = pdf_folder(root, language, edition, solutions)
+    options = {
+        "solutions": solutions,
+        "edition": edition_label(edition, solutions, language),
+    }
     if not (html / "index.html").exists():
         sys.exit(f"no built site in {html}: run `make book` first")
     out.mkdir(parents=True, exist_ok=True)
@@ -178,15 +234,19 @@ def print_pages(
         # One playwright per thread: its synchronous API is not thread-safe.
         printed = dict(
             pair
-            for share in threads.map(lambda share: _print(share, base, out), shares)
+            for share in threads.map(
+                lambda share: _print(share, base, out, options), shares
+            )
             for pair in share
         )
     return [printed[name] for name in pages]
 
 
-def _print(pages: list[str], base: str, out: Path) -> list[tuple[str, Path]]:
+def _print(
+    pages: list[str], base: str, out: Path, options: dict
+) -> list[tuple[str, Path]]:
     """Print ``pages`` from the site served at ``base`` into ``out``, in one
-    Chromium; return (page, PDF) pairs."""
+    Chromium (``options`` of :data:`PREPARE`); return (page, PDF) pairs."""
     from playwright.sync_api import sync_playwright
 
     written = []
@@ -198,7 +258,7 @@ def _print(pages: list[str], base: str, out: Path) -> list[tuple[str, Path]]:
             wait_for_math(page)
             problems = page.evaluate(NOT_READY)
             page.add_style_tag(content=PRINT_CSS)
-            problems.update(page.evaluate(PREPARE))
+            problems.update(page.evaluate(PREPARE, options))
             if any(problems.values()):
                 raise RuntimeError(f"{name}: not ready to print: {problems}")
             target = out / f"{Path(name).name}.pdf"
@@ -302,12 +362,27 @@ def whole_book(
     return target
 
 
+def options(argv: list[str]) -> tuple[str, bool, list[str]]:
+    """``(edition, solutions, pages)`` of the command line ``[--edition student
+    | --solutions] [PAGE ...]``; the student edition with solutions is refused."""
+    edition, solutions = "full", False
+    argv = list(argv)
+    while argv[:1] in (["--edition"], ["--solutions"]):
+        if argv[0] == "--solutions":
+            solutions, argv = True, argv[1:]
+        else:
+            edition, argv = argv[1], argv[2:]
+    edition_label(edition, solutions)  # a ValueError for an impossible choice
+    return edition, solutions, argv
+
+
 def main(argv: list[str], root: Path = Path(".")) -> None:
     from pypdf import PdfReader
 
-    edition = "full"
-    if argv[:1] == ["--edition"]:
-        edition, argv = argv[1], argv[2:]
+    try:
+        edition, solutions, argv = options(argv)
+    except ValueError as error:
+        sys.exit(f"pdf: {error}")
     chosen = argv or pages(root)
     built = [
         language
@@ -317,7 +392,7 @@ def main(argv: list[str], root: Path = Path(".")) -> None:
     overrides = sphinx_config(root).get("book_i18n_overrides") or {}
     chapters = lessons(root)
     for language in ["", *built]:
-        handouts = print_pages(chosen, root, language, edition)
+        handouts = print_pages(chosen, root, language, edition, solutions)
         book = None
         if not argv:
             titles = [
@@ -328,10 +403,12 @@ def main(argv: list[str], root: Path = Path(".")) -> None:
             book = whole_book(
                 handouts,
                 titles,
-                pdf_folder(root, language, edition) / "book.pdf",
+                pdf_folder(root, language, edition, solutions) / "book.pdf",
                 book_title or "Attention, Computed",
             )
             print(f"pdf: {book} ({len(PdfReader(book).pages)} pages)")
+        if solutions:  # the site links the handouts without solutions only
+            continue
         html = site(root, language, edition)
         printed = dict(zip(chosen, handouts, strict=True))
         linked = link_handouts(
