@@ -80,6 +80,10 @@ def test_the_whole_book_has_every_chapter_in_order_with_a_bookmark_each(pdfs, tm
     ]
     assert marks == list(zip(titles, starts, strict=True))
     assert book.metadata.title == "Attention, Computed"
+    total = len(book.pages)
+    for number in {1, starts[-1] + 1, total // 2, total}:  # numbered across
+        text = " ".join(book.pages[number - 1].extract_text().split())
+        assert f"{number} / {total}" in text, number
 
 
 def test_french_handouts_are_printed_from_the_french_pages(built_book, tmp_path):

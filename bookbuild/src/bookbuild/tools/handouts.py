@@ -22,8 +22,11 @@ prints them, open, into ``_build/pdf/solutions`` (French:
 which it is, in its language (:func:`edition_label`).
 
 The whole book is then one PDF too, ``book.pdf``: every page in the order of the
-table of contents, one bookmark per page (its title); each page keeps its
-chapter's footer (chapter, page of the chapter).
+table of contents, one bookmark per page (its title), each page with its chapter's
+title and its number in the book ("100 / 340", not the chapter's "3 / 22"):
+Chromium prints every page without a number (the prints are kept in
+``.unnumbered/``) and :func:`number_pages` stamps them, per handout and across the
+book.
 
 The site links a PDF only once it exists: ``make book`` writes no link to one.
 After printing, :func:`link_handouts` copies the PDFs into the site
@@ -152,14 +155,25 @@ PREPARE = """({solutions, edition}) => {
     };
 }"""
 
-#: The footer of every printed page: the page's title, then "page / pages".
+#: The footer of every printed page: the page's title; its number, "page /
+#: pages", is stamped beside it afterwards (:func:`number_pages`): Chromium
+#: numbers the pages of each document from 1, and the whole book needs its own.
 FOOTER = (
     '<div style="font-size: 8px; width: 100%; margin: 0 12mm; color: #555;'
     ' display: flex; justify-content: space-between;">'
-    '<span class="title"></span>'
-    '<span><span class="pageNumber"></span> / <span class="totalPages"></span>'
-    "</span></div>"
+    '<span class="title"></span><span></span></div>'
 )
+#: The number: Helvetica (a PDF's standard font: nothing to embed) at the size
+#: of the footer's 8 CSS px, its right end at the right margin (12 mm), on the
+#: footer's baseline (in points from the bottom of the A4 page, as measured on
+#: Chromium's footer); grey as the footer.
+NUMBER_SIZE = 6.0
+NUMBER_RIGHT = 12 / 25.4 * 72
+NUMBER_BASELINE = 16.4
+#: Helvetica's widths (thousandths of the size) of the characters of a number.
+HELVETICA = {**dict.fromkeys("0123456789", 556), " ": 278, "/": 278}
+#: Where the unnumbered prints are kept (the whole book is numbered from them).
+UNNUMBERED = ".unnumbered"
 #: No header: Chromium's default one prints the date and the page's address.
 HEADER = "<span></span>"
 
@@ -262,8 +276,10 @@ def _print(
             if any(problems.values()):
                 raise RuntimeError(f"{name}: not ready to print: {problems}")
             target = out / f"{Path(name).name}.pdf"
+            plain = unnumbered(target)
+            plain.parent.mkdir(exist_ok=True)
             page.pdf(
-                path=str(target),
+                path=str(plain),
                 format="A4",
                 print_background=True,
                 margin=MARGINS,
@@ -272,6 +288,7 @@ def _print(
                 footer_template=FOOTER,
                 scale=SCALE,
             )
+            number_pages([plain], target)
             written.append((name, target))
             print(f"pdf: {target}")
         browser.close()
@@ -341,25 +358,90 @@ def link_handouts(
     return changed
 
 
+def unnumbered(handout: Path) -> Path:
+    """The print of ``handout`` before its pages were numbered."""
+    return handout.parent / UNNUMBERED / handout.name
+
+
+def number_stream(number: int, total: int, width: float) -> bytes:
+    """The PDF drawing of "number / total" at the right of the footer of a page
+    ``width`` points wide."""
+    text = f"{number} / {total}"
+    length = sum(HELVETICA[char] for char in text) * NUMBER_SIZE / 1000
+    x = width - NUMBER_RIGHT - length
+    return (
+        f"q 0.333 g BT /QkvNumber {NUMBER_SIZE:g} Tf {x:.2f} {NUMBER_BASELINE:g} Td "
+        f"({text}) Tj ET Q"
+    ).encode("ascii")
+
+
+def number_pages(
+    prints: list[Path],
+    target: Path,
+    titles: list[str] | None = None,
+    book_title: str | None = None,
+) -> Path:
+    """The pages of ``prints`` (unnumbered) in order, as one PDF ``target``,
+    each stamped "page / pages" of ``target``; with ``titles``, a bookmark per
+    print (its title) on its first page; with ``book_title``, that title."""
+    from pypdf import PageObject, PdfReader, PdfWriter
+    from pypdf.generic import (
+        DecodedStreamObject,
+        DictionaryObject,
+        NameObject,
+    )
+
+    font = DictionaryObject(
+        {
+            NameObject("/Type"): NameObject("/Font"),
+            NameObject("/Subtype"): NameObject("/Type1"),
+            NameObject("/BaseFont"): NameObject("/Helvetica"),
+            NameObject("/Encoding"): NameObject("/WinAnsiEncoding"),
+        }
+    )
+    readers = [PdfReader(str(path)) for path in prints]
+    total = sum(len(reader.pages) for reader in readers)
+    writer = PdfWriter()
+    for index, reader in enumerate(readers):
+        first_page = len(writer.pages)
+        writer.append(reader)
+        if titles is not None:
+            writer.add_outline_item(title=titles[index], page_number=first_page)
+    for number, page in enumerate(writer.pages, start=1):
+        width = float(page.mediabox.width)
+        stamp = PageObject.create_blank_page(
+            width=width, height=float(page.mediabox.height)
+        )
+        stamp[NameObject("/Resources")] = DictionaryObject(
+            {NameObject("/Font"): DictionaryObject({NameObject("/QkvNumber"): font})}
+        )
+        drawing = DecodedStreamObject()
+        drawing.set_data(number_stream(number, total, width))
+        stamp[NameObject("/Contents")] = writer._add_object(drawing)
+        page.merge_page(stamp)
+    if book_title is not None:
+        writer.add_metadata({"/Title": book_title})
+    else:
+        metadata = readers[0].metadata if readers else None
+        if metadata:
+            writer.add_metadata(dict(metadata))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target, "wb") as out:
+        writer.write(out)
+    return target
+
+
 def whole_book(
     handouts: list[Path],
     titles: list[str],
     target: Path,
     book_title: str = "Attention, Computed",
 ) -> Path:
-    """One PDF of ``handouts`` in order, a bookmark per handout (its title)."""
-    from pypdf import PdfWriter
-
-    writer = PdfWriter()
-    for handout, title in zip(handouts, titles, strict=True):
-        first_page = len(writer.pages)
-        writer.append(str(handout))
-        writer.add_outline_item(title=title, page_number=first_page)
-    writer.add_metadata({"/Title": book_title})
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target, "wb") as out:
-        writer.write(out)
-    return target
+    """One PDF of ``handouts`` in order (their prints before numbering), a
+    bookmark per handout (its title), its pages numbered across the book."""
+    return number_pages(
+        [unnumbered(handout) for handout in handouts], target, titles, book_title
+    )
 
 
 def options(argv: list[str]) -> tuple[str, bool, list[str]]:
