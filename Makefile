@@ -150,6 +150,7 @@ $(STUDENT_BUILT): $(INSTALLED) $(BOOK_INPUTS) $(INPUTS_LIST) $(CLAIMS_MODE) | en
 	@$(BIN)/python -P -m bookbuild.execute.prefill
 	@QKV_EDITION=student $(BIN)/python -m bookbuild.build site \
 		--path-output _build/student --log-dir _build/logs/student
+	@$(BIN)/python -m bookbuild.tools.handouts --edition student --link
 	@echo "student edition: _build/student/_build/html/index.html"
 	@mv $@.start $@
 
@@ -169,9 +170,13 @@ $(STUDENT_BUILT): $(INSTALLED) $(BOOK_INPUTS) $(INPUTS_LIST) $(CLAIMS_MODE) | en
 # Ctrl-C stops the build within seconds (its kernels shut down, one line
 # printed, exit code 130) and keeps nothing half-written: no stamp, no
 # unfinished chapter in the cache, no page of the stopped build in the site.
+# Then the PDFs of `make pdf` are linked from the pages they were printed from,
+# and only while those pages are unchanged (bookbuild.tools.handouts --link):
+# a page an edit rebuilt loses its PDF's link until `make pdf` prints it again.
 $(BUILT): $(INSTALLED) $(BOOK_INPUTS) $(INPUTS_LIST) $(CLAIMS_MODE) | environment
 	@mkdir -p $(@D) && touch $@.start
 	@$(BIN)/python -m bookbuild.build site --log-dir _build/logs --with-prefill
+	@$(BIN)/python -m bookbuild.tools.handouts --link
 	@mv $@.start $@
 
 # For translators: the messages of every page extracted again, merged into

@@ -118,3 +118,104 @@ def test_the_whole_book_is_numbered_across_its_chapters(tmp_path):
     width = sum(handouts.HELVETICA[c] for c in text) * handouts.NUMBER_SIZE / 1000
     assert x + width == pytest.approx(595.92 - handouts.NUMBER_RIGHT, abs=0.1)
     assert y == pytest.approx(handouts.NUMBER_BASELINE)  # on the footer's baseline
+
+
+PAGE = """<html><body><article>
+<h1>{title}</h1>
+<p class="qkv-notebook-link"><a href="../_notebooks/{name}.ipynb" download>Download
+this chapter as a notebook</a></p>
+<p>Read <span class="qkv-book-pdf">the whole book as one PDF</span>. {body}</p>
+</article></body></html>
+"""
+
+
+def small_site(root: Path) -> dict[str, Path]:
+    """A built site of two pages (an introduction and a chapter) and their
+    printed PDFs, as ``make pdf`` leaves them (recorded, not yet linked)."""
+    (root / "_config.yml").write_text("title: Small\n")
+    (root / "_toc.yml").write_text(
+        "format: jb-book\nroot: book/intro\n"
+        "parts:\n  - caption: One\n    numbered: true\n"
+        "    chapters:\n      - file: book/masking\n"
+    )
+    html = handouts.site(root)
+    (html / "book").mkdir(parents=True)
+    (html / "index.html").write_text("<html></html>")
+    for name in ["intro", "masking"]:
+        page = html / "book" / f"{name}.html"
+        page.write_text(PAGE.format(title=name, name=name, body="Text."))
+    out = handouts.pdf_folder(root)
+    out.mkdir(parents=True)
+    printed = {}
+    for name in ["intro", "masking", "book"]:
+        (out / f"{name}.pdf").write_bytes(b"%PDF-1.7 " + name.encode())
+        printed[name] = out / f"{name}.pdf"
+    fingerprints = {
+        page: handouts.fingerprint(html / f"{page}.html")
+        for page in ["book/intro", "book/masking"]
+    }
+    handouts.record(out, {"pages": fingerprints, "book": fingerprints})
+    return printed
+
+
+def links(html: Path) -> dict[str, list[str]]:
+    import re
+
+    return {
+        page.stem: re.findall(
+            r'<a class="qkv-[a-z-]*" href="([^"]*\.pdf)"', page.read_text()
+        )
+        for page in sorted((html / "book").glob("*.html"))
+    }
+
+
+def test_a_pdf_is_linked_only_while_it_prints_its_page(tmp_path):
+    """``make book`` (``--link``) after ``make pdf``: every PDF linked; after an
+    edit rebuilt the chapter, its handout and the whole book are unlinked and
+    leave the site (the introduction keeps its own), with one line saying what
+    to run; printed again, linked again. Linking changes no page's fingerprint
+    nor its time."""
+    import os
+
+    html = handouts.site(tmp_path)
+    small_site(tmp_path)
+    masking = html / "book" / "masking.html"
+    before = handouts.fingerprint(masking)
+    os.utime(masking, ns=(1_000_000_000, 1_000_000_000))
+    linked, stale = handouts.sync_links(tmp_path)
+    assert stale == [] and "book/masking" in linked
+    assert links(html) == {
+        "intro": ["../book.pdf"],
+        "masking": ["../_pdf/masking.pdf", "../book.pdf"],
+    }
+    assert (html / "_pdf" / "masking.pdf").is_file() and (html / "book.pdf").is_file()
+    assert handouts.fingerprint(masking) == before
+    assert masking.stat().st_mtime_ns == 1_000_000_000
+    assert handouts.sync_links(tmp_path)[1] == []  # twice: the same, no link doubled
+    assert links(html)["masking"] == ["../_pdf/masking.pdf", "../book.pdf"]
+
+    # An edit: the build writes the chapter again (without links), differently.
+    masking.write_text(PAGE.format(title="masking", name="masking", body="New."))
+    handouts.main(["--link"], tmp_path)
+    assert links(html) == {"intro": [], "masking": []}
+    assert not (html / "_pdf" / "masking.pdf").exists()
+    assert not (html / "book.pdf").exists()
+    assert "qkv-book-pdf" in (html / "book" / "intro.html").read_text()
+
+    # Printed again (make pdf records what it printed): linked again.
+    new = {
+        page: handouts.fingerprint(html / f"{page}.html")
+        for page in ["book/intro", "book/masking"]
+    }
+    handouts.record(handouts.pdf_folder(tmp_path), {"pages": new, "book": new})
+    handouts.sync_links(tmp_path)
+    assert links(html)["masking"] == ["../_pdf/masking.pdf", "../book.pdf"]
+
+
+def test_make_book_says_which_pdfs_are_stale(tmp_path, capsys):
+    small_site(tmp_path)
+    masking = handouts.site(tmp_path) / "book" / "masking.html"
+    masking.write_text(masking.read_text().replace("Text.", "Edited."))
+    handouts.main(["--link"], tmp_path)
+    out = capsys.readouterr().out
+    assert "1 handout(s)" in out and "`make pdf`" in out

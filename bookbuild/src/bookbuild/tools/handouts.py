@@ -28,25 +28,37 @@ Chromium prints every page without a number (the prints are kept in
 ``.unnumbered/``) and :func:`number_pages` stamps them, per handout and across the
 book.
 
-The site links a PDF only once it exists: ``make book`` writes no link to one.
-After printing, :func:`link_handouts` copies the PDFs into the site
-(``_pdf/<label>.pdf`` and ``book.pdf`` beside ``index.html``), adds a link to its
-handout beside each chapter's notebook link, and turns the introduction's words
-"the whole book as one PDF" (``<span class="qkv-book-pdf">``) into a link.
+The site links a PDF only once it exists and only while it prints the page as it
+is: a stale PDF is never linked silently. Printing records, per folder of PDFs,
+a fingerprint of each page's HTML as printed (``.printed.json``, links left
+out: :func:`fingerprint`). :func:`sync_links`, run after printing and at the end
+of every ``make book`` (``--link``), links each chapter whose page is still the
+one printed and unlinks the others: :func:`link_handouts` copies the PDFs into
+the site (``_pdf/<label>.pdf`` and ``book.pdf`` beside ``index.html``), adds a
+link to its handout beside each chapter's notebook link, and turns the
+introduction's words "the whole book as one PDF" (``<span class="qkv-book-pdf">``)
+into a link, the whole book only while every one of its pages is unchanged. A page
+an edit rebuilt loses its link (and its PDF leaves the site) until ``make pdf``
+prints it again; the build says how many and what to run.
 
 Usage, from the book's folder: ``python -m bookbuild.tools.handouts [--edition
-student | --solutions] [PAGE ...]`` (default: every page of ``_toc.yml``, and the
-whole book). Writes ``_build/pdf/<label>.pdf`` and ``_build/pdf/book.pdf``; and,
-for each translation of the book (``_build/html/<code>``), the same from its pages
-in ``_build/pdf/<code>/``. The student edition (``make pdf EDITION=student``) is
-printed from ``_build/student/_build/html`` into ``_build/pdf/student``; the
-handouts with solutions (``--solutions``) into ``_build/pdf/solutions``, and the
-site links none of them (its links go to the handouts without solutions).
+student | --solutions] [--link] [PAGE ...]`` (default: every page of
+``_toc.yml``, and the whole book; ``--link``: print nothing, only bring the links
+of the edition's site up to date). Writes ``_build/pdf/<label>.pdf`` and
+``_build/pdf/book.pdf``; and, for each translation of the book
+(``_build/html/<code>``), the same from its pages in ``_build/pdf/<code>/``. The
+student edition (``make pdf EDITION=student``) is printed from
+``_build/student/_build/html`` into ``_build/pdf/student``; the handouts with
+solutions (``--solutions``) into ``_build/pdf/solutions``, and the site links
+none of them (its links go to the handouts without solutions).
 """
 
 from __future__ import annotations
 
+import hashlib
 import html as html_escape
+import json
+import os
 import re
 import shutil
 import sys
@@ -243,6 +255,7 @@ def print_pages(
     if not (html / "index.html").exists():
         sys.exit(f"no built site in {html}: run `make book` first")
     out.mkdir(parents=True, exist_ok=True)
+    printed_from = {name: fingerprint(html / f"{name}.html") for name in pages}
     shares = [pages[start::PAGES_AT_ONCE] for start in range(PAGES_AT_ONCE)]
     with serve(html) as base, ThreadPoolExecutor(PAGES_AT_ONCE) as threads:
         # One playwright per thread: its synchronous API is not thread-safe.
@@ -253,7 +266,40 @@ def print_pages(
             )
             for pair in share
         )
+    record(out, {"pages": printed_from})
     return [printed[name] for name in pages]
+
+
+#: The fingerprints of the pages a folder's PDFs were printed from.
+PRINTED = ".printed.json"
+
+
+def fingerprint(page: Path) -> str:
+    """The SHA-256 of a built page without the links to PDFs that printing adds
+    (:func:`link_handouts`): the same before and after linking, another once a
+    build rewrote the page differently."""
+    return hashlib.sha256(
+        unlinked(page.read_text(encoding="utf-8")).encode()
+    ).hexdigest()
+
+
+def recorded(out: Path) -> dict:
+    """What :func:`record` kept for the PDFs of ``out`` (nothing if none)."""
+    try:
+        found = json.loads((out / PRINTED).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {"pages": {}, "book": {}}
+    return {"pages": found.get("pages") or {}, "book": found.get("book") or {}}
+
+
+def record(out: Path, update: dict) -> None:
+    """Add ``update`` ("pages": page -> fingerprint of its handout; "book": the
+    fingerprints of every page of ``book.pdf``) to ``out``'s record."""
+    known = recorded(out)
+    known["pages"].update(update.get("pages") or {})
+    if "book" in update:
+        known["book"] = update["book"]
+    (out / PRINTED).write_text(json.dumps(known, indent=1, sort_keys=True) + "\n")
 
 
 def _print(
@@ -332,12 +378,14 @@ def link_handouts(
         shutil.copy2(handout, html / SITE_FOLDER / handout.name)
         href = "../" * page.count("/") + f"{SITE_FOLDER}/{handout.name}"
         link = f' · <a class="qkv-handout-link" href="{href}">{label}</a>'
-        text = OLD_LINK.sub("", target.read_text(encoding="utf-8"))
+        old = target.read_text(encoding="utf-8")
         text, found = NOTEBOOK_LINKS.subn(
-            lambda match, link=link: match[1] + link + match[2], text, count=1
+            lambda match, link=link: match[1] + link + match[2],
+            OLD_LINK.sub("", old),
+            count=1,
         )
         if found:
-            target.write_text(text, encoding="utf-8")
+            rewrite(target, old, text)
             changed.append(page)
     if book is not None and book.exists():
         shutil.copy2(book, html / "book.pdf")
@@ -346,16 +394,85 @@ def link_handouts(
             if not target.exists():
                 continue
             href = "../" * page.count("/") + "book.pdf"
+            old = target.read_text(encoding="utf-8")
             text, found = BOOK_WORDS.subn(
                 lambda match, href=href: (
                     f'<a class="qkv-book-pdf" href="{href}">{match[1]}</a>'
                 ),
-                target.read_text(encoding="utf-8"),
+                old,
             )
             if found:
-                target.write_text(text, encoding="utf-8")
+                rewrite(target, old, text)
                 changed.append(page)
     return changed
+
+
+#: The introduction's words once they link the whole book.
+BOOK_LINK = re.compile(r'<a class="qkv-book-pdf" href="[^"]*">(.*?)</a>', re.S)
+
+
+def unlinked(text: str) -> str:
+    """A page's HTML without the links :func:`link_handouts` adds (as the build
+    wrote it)."""
+    return BOOK_LINK.sub(
+        lambda match: f'<span class="qkv-book-pdf">{match[1]}</span>',
+        OLD_LINK.sub("", text),
+    )
+
+
+def rewrite(page: Path, old: str, text: str) -> None:
+    """``page`` with ``text`` instead of ``old``, if they differ, its time kept
+    (the build's own record of when it wrote the page)."""
+    if text == old:
+        return
+    times = page.stat()
+    page.write_text(text, encoding="utf-8")
+    os.utime(page, ns=(times.st_atime_ns, times.st_mtime_ns))
+
+
+def sync_links(
+    root: Path = Path("."), language: str = "", edition: str = "full"
+) -> tuple[list[str], list[str]]:
+    """Link, in the site of ``edition`` in ``language``, the handouts (and the
+    whole book) printed from its pages as they are now, and unlink the rest,
+    their copies removed from the site. Returns (linked pages, stale pages)."""
+    html = site(root, language, edition)
+    out = pdf_folder(root, language, edition)
+    known = recorded(out)
+    everything = pages(root)
+    now = {
+        page: fingerprint(html / f"{page}.html")
+        for page in everything
+        if (html / f"{page}.html").exists()
+    }
+    handouts, stale = {}, []
+    for page in everything:
+        handout = out / f"{Path(page).name}.pdf"
+        if not handout.exists() or page not in now:
+            continue
+        if known["pages"].get(page) == now[page]:
+            handouts[page] = handout
+        else:
+            stale.append(page)
+    book = out / "book.pdf"
+    book_fresh = book.exists() and known["book"] == now and bool(now)
+    for page in now:  # every link taken away first
+        target = html / f"{page}.html"
+        old = target.read_text(encoding="utf-8")
+        rewrite(target, old, unlinked(old))
+    for page in stale:
+        (html / SITE_FOLDER / f"{Path(page).name}.pdf").unlink(missing_ok=True)
+    if not book_fresh:
+        (html / "book.pdf").unlink(missing_ok=True)
+    linked = link_handouts(
+        html,
+        handouts,
+        book if book_fresh else None,
+        lessons(root),
+        language,
+        pages=everything,
+    )
+    return linked, stale
 
 
 def unnumbered(handout: Path) -> Path:
@@ -458,13 +575,33 @@ def options(argv: list[str]) -> tuple[str, bool, list[str]]:
     return edition, solutions, argv
 
 
+def link_only(root: Path, edition: str) -> None:
+    """``--link`` (the end of ``make book``): every language's links brought up
+    to date; one line if some PDFs no longer print their page."""
+    for language in ["", *translated_languages(root)]:
+        if not (site(root, language, edition) / "index.html").exists():
+            continue
+        _, stale = sync_links(root, language, edition)
+        if stale:
+            where = pdf_folder(root, language, edition)
+            again = "make pdf" + (" EDITION=student" if edition == "student" else "")
+            print(
+                f"pdf: {len(stale)} handout(s) of {where} older than their page "
+                f"(no longer linked, as the whole book): `{again}` prints them again"
+            )
+
+
 def main(argv: list[str], root: Path = Path(".")) -> None:
     from pypdf import PdfReader
 
     try:
-        edition, solutions, argv = options(argv)
+        link = "--link" in argv
+        edition, solutions, argv = options([a for a in argv if a != "--link"])
     except ValueError as error:
         sys.exit(f"pdf: {error}")
+    if link:
+        link_only(root, edition)
+        return
     chosen = argv or pages(root)
     built = [
         language
@@ -472,7 +609,6 @@ def main(argv: list[str], root: Path = Path(".")) -> None:
         if (site(root, language, edition) / "index.html").exists()
     ]
     overrides = sphinx_config(root).get("book_i18n_overrides") or {}
-    chapters = lessons(root)
     for language in ["", *built]:
         handouts = print_pages(chosen, root, language, edition, solutions)
         book = None
@@ -489,13 +625,13 @@ def main(argv: list[str], root: Path = Path(".")) -> None:
                 book_title or "Attention, Computed",
             )
             print(f"pdf: {book} ({len(PdfReader(book).pages)} pages)")
+            out = pdf_folder(root, language, edition, solutions)
+            printed_from = recorded(out)["pages"]
+            record(out, {"book": {page: printed_from[page] for page in chosen}})
         if solutions:  # the site links the handouts without solutions only
             continue
+        linked, _ = sync_links(root, language, edition)
         html = site(root, language, edition)
-        printed = dict(zip(chosen, handouts, strict=True))
-        linked = link_handouts(
-            html, printed, book, chapters, language, pages=pages(root)
-        )
         print(f"pdf: linked from {len(linked)} page(s) of {html}")
 
 
