@@ -24,6 +24,8 @@
 #       builds compared file by file),
 #       make translations (refresh the catalogues of locales/ and the packages' own, print their state),
 #       make lock (requirements.txt resolved into requirements.lock),
+#       make new-chapter NAME=<label> (a chapter that passes every chapter
+#       test, from the template, for an author to fill in),
 #       make addresses and make notebooks-branch (for the publishing workflow),
 #       make print-VARIABLE (a variable's value).
 
@@ -69,7 +71,7 @@ $(CLAIMS_MODE): FORCE
 	@echo "$(CLAIMS)" | cmp -s - $@ || echo "$(CLAIMS)" > $@
 FORCE:
 
-.PHONY: FORCE environment repair book slides check test release portability lint-js serve clean bench bench-toy bench-attention bench-models pdf lock addresses notebooks-branch same-site translations english-words corpus
+.PHONY: FORCE environment repair book slides check test release portability lint-js serve clean bench bench-toy bench-attention bench-models pdf new-chapter lock addresses notebooks-branch same-site translations english-words corpus
 
 # Every package at the version of requirements.lock (uv installs them in
 # seconds), torch as above, and the book's two packages (qkv, bookbuild) editable.
@@ -242,6 +244,13 @@ pdf: book
 # student edition's decks (no solutions).
 slides: book
 	$(BIN)/python -m bookbuild.site.slides $(if $(filter student,$(EDITION)),--edition student)
+
+# A new chapter from the template (bookbuild.tools.new_chapter): book/$(NAME).md,
+# its place at the end of the last numbered part of _toc.yml (PART="<caption>"
+# for another), its French catalogue; TITLE="..." and TITLE_FR="..." name it.
+new-chapter: $(INSTALLED)
+	@test -n "$(NAME)" || { echo 'usage: make new-chapter NAME=<label> [TITLE="..."]'; exit 2; }
+	$(BIN)/python -m bookbuild.tools.new_chapter "$(NAME)" $(if $(TITLE),--title "$(TITLE)") $(if $(TITLE_FR),--title-fr "$(TITLE_FR)") $(if $(PART),--part "$(PART)")
 
 # Build speed: cold, nothing changed, prose edited, src/qkv edited (minutes).
 bench: $(INSTALLED)
