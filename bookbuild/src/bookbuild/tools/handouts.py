@@ -627,7 +627,8 @@ def main(argv: list[str], root: Path = Path(".")) -> None:
             print(f"pdf: {book} ({len(PdfReader(book).pages)} pages)")
             out = pdf_folder(root, language, edition, solutions)
             printed_from = recorded(out)["pages"]
-            record(out, {"book": {page: printed_from[page] for page in chosen}})
+            book_pages = {p: printed_from[p] for p in chosen if p in printed_from}
+            record(out, {"book": book_pages})
         if solutions:  # the site links the handouts without solutions only
             continue
         linked, _ = sync_links(root, language, edition)
