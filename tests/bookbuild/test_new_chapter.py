@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from bookbuild.i18n import terminology
 from bookbuild.toc import lessons
 from bookbuild.tools import chapter_code, new_chapter
 
@@ -63,6 +64,34 @@ def test_a_new_chapter_passes_every_chapter_test(copy):
     )[-1].replace("passed", "")
     code, output = chapter_code.check(copy)
     assert code == 0, output
+
+
+def test_its_french_catalogue_translates_every_message(copy):
+    """The catalogue written beside it: every message translated, its title
+    (quotes escaped), French typography (a narrow no-break space, never a
+    plain one, before : ; ? !), the chapter's keys in its messages. Its
+    messages are those the French build extracts from the template (checked
+    against an extraction when the template was written; the French check of
+    ``make test`` checks a committed chapter's)."""
+    import re
+
+    from babel.messages.pofile import read_po
+
+    new_chapter.new_chapter(copy, "sparse-attention", 'A "sparse" one', "Éparse")
+    po = copy / "locales" / "fr" / "LC_MESSAGES" / "book" / "sparse-attention.po"
+    with po.open("rb") as file:
+        messages = [m for m in read_po(file) if m.id]
+    translations = {m.id: m.string for m in messages}
+    assert len(messages) >= 20 and "@@" not in po.read_text(encoding="utf-8")
+    assert translations['A "sparse" one'] == "Éparse"
+    assert all(m.string and not m.fuzzy for m in messages), po
+    for text in translations.values():
+        assert not re.search(r" [:;?!]", text), text
+    found = terminology.problems(copy, "fr")
+    assert not [problem for problem in found if "sparse" in problem[0]], found
+    text = (copy / "book" / "sparse-attention.md").read_text(encoding="utf-8")
+    for key in re.findall(r"`(sparse-attention-[a-z]+)", " ".join(translations)):
+        assert key in text, key
 
 
 def test_bad_names_and_parts_are_refused(copy):

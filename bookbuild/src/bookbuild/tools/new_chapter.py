@@ -39,6 +39,11 @@ def fill(template: str, name: str, title: str) -> str:
     return template.replace("@@NAME@@", name).replace("@@TITLE@@", title)
 
 
+def po_string(text: str) -> str:
+    """``text`` as it is written between the quotes of a ``.po`` file."""
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
 def title_of(name: str) -> str:
     """The default title of chapter ``name``: its words, the first capitalised."""
     return name.replace("-", " ").capitalize()
@@ -111,8 +116,9 @@ def new_chapter(
     if french.exists():
         po = root / "locales" / "fr" / "LC_MESSAGES" / "book" / f"{name}.po"
         po.parent.mkdir(parents=True, exist_ok=True)
-        text = fill(french.read_text(encoding="utf-8"), name, title)
-        po.write_text(text.replace("@@TITLE_FR@@", title_fr or title), encoding="utf-8")
+        text = fill(french.read_text(encoding="utf-8"), name, po_string(title))
+        text = text.replace("@@TITLE_FR@@", po_string(title_fr or title))
+        po.write_text(text, encoding="utf-8")
         written.append(po)
     return written
 
