@@ -534,7 +534,7 @@ def number_pages(
         )
         drawing = DecodedStreamObject()
         drawing.set_data(number_stream(number, total, width))
-        stamp[NameObject("/Contents")] = writer._add_object(drawing)
+        stamp[NameObject("/Contents")] = drawing
         page.merge_page(stamp)
     if book_title is not None:
         writer.add_metadata({"/Title": book_title})
