@@ -13,7 +13,8 @@
 #       fresh environment, the student edition, the PDFs: minutes),
 #       make lint-js (the JavaScript linter),
 #       make serve (the built site on http://127.0.0.1:8000), make clean,
-#       make pdf (a PDF handout per chapter, and each lecture deck),
+#       make pdf (a PDF handout per chapter, without solutions, and each
+#       lecture deck; make pdf SOLUTIONS=1: with the solutions),
 #       make slides (the lecture decks: every chapter as slides, in each
 #       language; make book writes them too), make bench (build timings),
 #       make portability (every claim under emulated CPUs),
@@ -23,6 +24,8 @@
 #       builds compared file by file),
 #       make translations (refresh the catalogues of locales/ and the packages' own, print their state),
 #       make lock (requirements.txt resolved into requirements.lock),
+#       make new-chapter NAME=<label> (a chapter that passes every chapter
+#       test, from the template, for an author to fill in),
 #       make addresses and make notebooks-branch (for the publishing workflow),
 #       make print-VARIABLE (a variable's value).
 
@@ -68,7 +71,7 @@ $(CLAIMS_MODE): FORCE
 	@echo "$(CLAIMS)" | cmp -s - $@ || echo "$(CLAIMS)" > $@
 FORCE:
 
-.PHONY: FORCE environment repair book slides check test release portability lint-js serve clean bench bench-toy bench-attention bench-models pdf lock addresses notebooks-branch same-site translations english-words corpus
+.PHONY: FORCE environment repair book slides check test release portability lint-js serve clean bench bench-toy bench-attention bench-models pdf new-chapter lock addresses notebooks-branch same-site translations english-words corpus
 
 # Every package at the version of requirements.lock (uv installs them in
 # seconds), torch as above, and the book's two packages (qkv, bookbuild) editable.
@@ -149,6 +152,7 @@ $(STUDENT_BUILT): $(INSTALLED) $(BOOK_INPUTS) $(INPUTS_LIST) $(CLAIMS_MODE) | en
 	@$(BIN)/python -P -m bookbuild.execute.prefill
 	@QKV_EDITION=student $(BIN)/python -m bookbuild.build site \
 		--path-output _build/student --log-dir _build/logs/student
+	@$(BIN)/python -m bookbuild.tools.handouts --edition student --link
 	@echo "student edition: _build/student/_build/html/index.html"
 	@mv $@.start $@
 
@@ -168,9 +172,13 @@ $(STUDENT_BUILT): $(INSTALLED) $(BOOK_INPUTS) $(INPUTS_LIST) $(CLAIMS_MODE) | en
 # Ctrl-C stops the build within seconds (its kernels shut down, one line
 # printed, exit code 130) and keeps nothing half-written: no stamp, no
 # unfinished chapter in the cache, no page of the stopped build in the site.
+# Then the PDFs of `make pdf` are linked from the pages they were printed from,
+# and only while those pages are unchanged (bookbuild.tools.handouts --link):
+# a page an edit rebuilt loses its PDF's link until `make pdf` prints it again.
 $(BUILT): $(INSTALLED) $(BOOK_INPUTS) $(INPUTS_LIST) $(CLAIMS_MODE) | environment
 	@mkdir -p $(@D) && touch $@.start
 	@$(BIN)/python -m bookbuild.build site --log-dir _build/logs --with-prefill
+	@$(BIN)/python -m bookbuild.tools.handouts --link
 	@mv $@.start $@
 
 # For translators: the messages of every page extracted again, merged into
@@ -217,12 +225,15 @@ serve: book
 	$(BIN)/python -m http.server $(PORT) --bind 127.0.0.1 --directory _build/html
 
 # One PDF handout per chapter and the whole book in _build/pdf (French in
-# _build/pdf/fr), printed by headless Chromium, then linked from the site's pages
-# (`make book` alone links none); then each lecture deck, one slide a page, in
-# _build/pdf/slides (_build/pdf/fr/slides). EDITION=student: from the student
-# edition, into _build/pdf/student.
+# _build/pdf/fr), without solutions, printed by headless Chromium, then linked
+# from the site's pages (`make book` alone links none); then each lecture deck,
+# one slide a page, in _build/pdf/slides (_build/pdf/fr/slides). SOLUTIONS=1:
+# the handouts with the solutions, for the lecturer, into _build/pdf/solutions
+# (linked from no page). EDITION=student: from the student edition, into
+# _build/pdf/student.
+SOLUTIONS ?=
 pdf: book
-	$(BIN)/python -m bookbuild.tools.handouts $(if $(filter student,$(EDITION)),--edition student)
+	$(BIN)/python -m bookbuild.tools.handouts $(if $(filter student,$(EDITION)),--edition student) $(if $(SOLUTIONS),--solutions)
 	$(BIN)/python -m bookbuild.site.slides print $(if $(filter student,$(EDITION)),--edition student)
 
 # The lecture decks (bookbuild.site.slides): one reveal.js deck per chapter and
@@ -233,6 +244,13 @@ pdf: book
 # student edition's decks (no solutions).
 slides: book
 	$(BIN)/python -m bookbuild.site.slides $(if $(filter student,$(EDITION)),--edition student)
+
+# A new chapter from the template (bookbuild.tools.new_chapter): book/$(NAME).md,
+# its place at the end of the last numbered part of _toc.yml (PART="<caption>"
+# for another), its French catalogue; TITLE="..." and TITLE_FR="..." name it.
+new-chapter: $(INSTALLED)
+	@test -n "$(NAME)" || { echo 'usage: make new-chapter NAME=<label> [TITLE="..."]'; exit 2; }
+	$(BIN)/python -m bookbuild.tools.new_chapter "$(NAME)" $(if $(TITLE),--title "$(TITLE)") $(if $(TITLE_FR),--title-fr "$(TITLE_FR)") $(if $(PART),--part "$(PART)")
 
 # Build speed: cold, nothing changed, prose edited, src/qkv edited (minutes).
 bench: $(INSTALLED)

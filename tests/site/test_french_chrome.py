@@ -273,9 +273,23 @@ def test_make_pdf_links_the_french_pages_to_the_french_handouts(
         for name in chosen:
             shutil.copy(HTML / language / f"{name}.html", site / "book")
 
-    def print_pages(pages, root, language="", edition="full"):
-        out = handouts.pdf_folder(root, language, edition)
-        return [fake_handout(out / f"{Path(p).name}.pdf", language) for p in pages]
+    def print_pages(pages, root, language="", edition="full", solutions=False):
+        """As ``make pdf``: each print kept unnumbered too, and the pages it
+        printed recorded (the site links only what prints its page)."""
+        out = handouts.pdf_folder(root, language, edition, solutions)
+        site = handouts.site(root, language, edition)
+        printed = []
+        for name in pages:
+            target = out / f"{Path(name).name}.pdf"
+            fake_handout(handouts.unnumbered(target), language)
+            printed.append(fake_handout(target, language))
+        fingerprints = {
+            p: handouts.fingerprint(site / f"{p}.html")
+            for p in pages
+            if (site / f"{p}.html").exists()  # only a few pages are copied
+        }
+        handouts.record(out, {"pages": fingerprints})
+        return printed
 
     monkeypatch.setattr(handouts, "print_pages", print_pages)
     handouts.main([], root)

@@ -80,6 +80,10 @@ def test_the_whole_book_has_every_chapter_in_order_with_a_bookmark_each(pdfs, tm
     ]
     assert marks == list(zip(titles, starts, strict=True))
     assert book.metadata.title == "Attention, Computed"
+    total = len(book.pages)
+    for number in {1, starts[-1] + 1, total // 2, total}:  # numbered across
+        text = " ".join(book.pages[number - 1].extract_text().split())
+        assert f"{number} / {total}" in text, number
 
 
 def test_french_handouts_are_printed_from_the_french_pages(built_book, tmp_path):
@@ -143,8 +147,10 @@ def test_the_first_page_names_the_book_its_version_and_commit(pdfs):
 
 def test_folded_boxes_are_printed_open_or_left_out(pdfs):
     """No "Show code cell source" (a hidden cell's source is left out, its output
-    stays); each chapter's "Cite this chapter" box is printed with its BibTeX; a
-    solution of the full edition is printed, not only its title."""
+    stays); each chapter's "Cite this chapter" box is printed with its BibTeX;
+    the default handouts hold no solution and say so on their first page; with
+    ``solutions=True`` (``make pdf SOLUTIONS=1``) a solution is printed, not only
+    its title, into a folder of its own."""
     for name in READ_WHOLE:
         text = "".join(page_texts(pdfs[name]))
         assert "Show code cell" not in text and "Hide code cell" not in text, name
@@ -160,8 +166,22 @@ def test_folded_boxes_are_printed_open_or_left_out(pdfs):
         re.S,
     )
     assert solution, "masking has a solution with a paragraph"
-    words = html_text.unescape(re.sub(r"<[^>]+>", "", solution[1]))
-    assert squeezed(words[:60]) in squeezed("".join(page_texts(pdfs["masking"])))
+    words = squeezed(html_text.unescape(re.sub(r"<[^>]+>", "", solution[1]))[:60])
+    assert words not in squeezed("".join(page_texts(pdfs["masking"])))
+    for name, path in pdfs.items():
+        text = "".join(page_texts(path)) if name in READ_WHOLE else ""
+        assert "Solution to" not in text, name
+        first = " ".join(PdfReader(path).pages[0].extract_text().split())
+        assert "Handout without solutions" in first, name
+    (answers,) = handouts.print_pages(["book/masking"], ROOT, solutions=True)
+    assert answers.parent == ROOT / "_build" / "pdf" / "solutions"
+    printed = squeezed(
+        "".join(
+            PdfReader(answers).pages[i].extract_text()
+            for i in range(len(PdfReader(answers).pages))
+        )
+    )
+    assert words in printed and squeezed("Edition with solutions") in printed
 
 
 def code_lines(page: str) -> list[str]:
