@@ -31,7 +31,9 @@ import base64
 import functools
 import hashlib
 import html
+import math
 import re
+from dataclasses import dataclass
 from datetime import UTC
 from pathlib import Path
 
@@ -600,6 +602,115 @@ def install_cell(
     return nbformat.v4.new_code_cell(_(FIRST_CELL) + code)
 
 
+@dataclass(frozen=True)
+class Training:
+    """A chapter whose notebook trains: what its notebook says before the
+    first training cell, and whether it trains one seed by default.
+
+    ``marker``: a text of the chapter's first training cell; ``per_seed``: the
+    glued key of the build's measured CPU seconds of one model (the longest);
+    ``models``: how many the cell trains in the book; ``seeds``: the text of
+    the cell that gives the book's seeds, replaced in the notebook by
+    :data:`ONE_SEED` (None: the seeds are the lesson, all trained)."""
+
+    marker: str
+    per_seed: str
+    models: int
+    seeds: str | None = None
+
+
+#: The chapters whose notebooks train, by name.
+TRAINING = {
+    # The lesson is a model that writes: one seed shows it, the five are the
+    # book's check that it holds.
+    "writing": Training("writer.train(", "wr-cpu-max", 5, "range(5)"),
+    # The chapter compares its seeds (seed 3's heads, the step that changes
+    # with the seed): all five train.
+    "decoders": Training("induction.train(", "dec-cpu-max", 5),
+}
+#: What replaces a chapter's seeds in its notebook.
+ONE_SEED = "range(5 if ALL_SEEDS else 1)"
+#: The note before the first training cell of a notebook that trains one
+#: seed by default (translated; Markdown).
+ONE_SEED_NOTE = N_(
+    "**How long it trains.** The next cell trains one model, on seed 0: it "
+    "took {seconds} s of CPU time (on one thread) on the machine that built "
+    "the book, so count on about that much here. The book trains {models}, "
+    "seeds 0 to {last}, and its text and numbers are theirs: to train them "
+    "all here (about {total} s), set `ALL_SEEDS = True` in the second cell of "
+    "this notebook and run it again from there."
+)
+#: The note before the first training cell of a notebook that trains all
+#: its seeds (translated; Markdown).
+ALL_SEEDS_NOTE = N_(
+    "**How long it trains.** The next cell trains {models} models, one per "
+    "seed, which the chapter compares: each took up to {seconds} s of CPU "
+    "time (on one thread) on the machine that built the book, so count on "
+    "about {total} s here."
+)
+#: The comment of the flag's cell, at the top of a notebook that trains one
+#: seed by default.
+ALL_SEEDS_COMMENT = N_(
+    "# False: the training cells train one model, on seed 0 (the lesson).\n"
+    "# True: the book's check, on every seed (see the note before training).\n"
+)
+
+
+def _seconds(values: dict, key: str) -> float | None:
+    """A glued number of seconds, or None if the build glued none."""
+    try:
+        return float(values[key]["text/plain"])
+    except (KeyError, ValueError):
+        return None
+
+
+def with_training_notes(
+    page: str, cells: list, values: dict, language: str | None = "en"
+) -> list:
+    """The cells of the notebook of ``page`` (the install cell first), with,
+    for a chapter of :data:`TRAINING`, a note of how long training takes
+    before its first training cell (from the build's glued time) and, where
+    one seed is the lesson, a flag ``ALL_SEEDS = False`` at the top and the
+    training on seed 0 unless it is set. Other chapters' cells come back as
+    they are."""
+    training = TRAINING.get(Path(page).name)
+    if training is None:
+        return cells
+    _ = gettext(language)
+    at = next(
+        (
+            i
+            for i, cell in enumerate(cells)
+            if cell.cell_type == "code" and training.marker in cell.source
+        ),
+        None,
+    )
+    if at is None:
+        raise ValueError(f"{page}: no code cell with {training.marker!r} to time")
+    cells = list(cells)
+    if training.seeds is not None:
+        cell = cells[at]
+        if training.seeds not in cell.source:
+            raise ValueError(f"{page}: no {training.seeds!r} in its training cell")
+        source = cell.source.replace(training.seeds, ONE_SEED, 1)
+        cells[at] = nbformat.from_dict({**cell, "source": source})
+    seconds = _seconds(values, training.per_seed)
+    if seconds is not None:
+        one = math.ceil(seconds)
+        note = ONE_SEED_NOTE if training.seeds is not None else ALL_SEEDS_NOTE
+        text = _(note).format(
+            seconds=localise_number(str(one), language),
+            models=training.models,
+            last=training.models - 1,
+            total=localise_number(str(one * training.models), language),
+        )
+        cells.insert(at, nbformat.v4.new_markdown_cell(text))
+    if training.seeds is not None:
+        flag = _(ALL_SEEDS_COMMENT) + "ALL_SEEDS = False"
+        cells.insert(1, nbformat.v4.new_code_cell(flag))
+    return cells
+
+
 def _edition(app: Sphinx) -> str:
     """ "student" or "full" (:mod:`bookbuild.site.edition` decides)."""
     return app.config.qkv_edition if "qkv_edition" in app.config else edition()
@@ -702,6 +813,7 @@ def build_notebook(app: Sphinx, page: str, executed) -> nbformat.NotebookNode:
     code = [cell.source for cell in cells if cell.cell_type == "code"]
     first = install_cell(_repository(app), app.config.language, chapter_needs(code))
     cells.insert(0, first)
+    cells = with_training_notes(page, cells, values, app.config.language)
     stable_ids(page, cells)
     result = nbformat.v4.new_notebook(cells=cells)
     result.metadata["kernelspec"] = dict(notebook.metadata.get("kernelspec", {}))
