@@ -810,7 +810,14 @@ def build_notebook(app: Sphinx, page: str, executed) -> nbformat.NotebookNode:
             if tags:
                 new.metadata["tags"] = tags
             cells.append(new)
-    code = [cell.source for cell in cells if cell.cell_type == "code"]
+    # What the full edition's code imports: a student edition installs the
+    # same (a student's solution may need it), its first cell the full one's.
+    code = [
+        cell.source
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        and "remove-cell" not in cell.get("metadata", {}).get("tags", [])
+    ]
     first = install_cell(_repository(app), app.config.language, chapter_needs(code))
     cells.insert(0, first)
     cells = with_training_notes(page, cells, values, app.config.language)
