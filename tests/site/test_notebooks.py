@@ -126,11 +126,12 @@ def test_the_notebooks_run_as_downloaded_in_a_fresh_environment(built_book, tmp_
     holds pip, torch (the CPU build, as the Makefile installs it: as on Colab, a
     torch is there), nbclient, ipykernel and the packages qkv depends on (as on
     Colab, most are there; uv puts them in from its cache in seconds), but not
-    qkv. The first notebook's first cell installs it as a reader's would,
-    qkv (what its chapter needs, pinned) from ``QKV_SOURCE``, here a copy of this clone (a copy:
-    building the package writes ``build/`` and ``*.egg-info`` beside it); the
-    others find it there. The student edition's notebooks are these minus the
-    solutions: test_the_student_notebooks_need_no_solution checks them.
+    qkv. The first notebook's first cell installs it as a reader's would
+    (what its chapter needs, pinned), from ``QKV_SOURCE``, here a copy of this
+    clone (a copy: building the package writes ``build/`` and ``*.egg-info``
+    beside it); the others find it there. The student edition's notebooks are
+    these minus the solutions: test_the_student_notebooks_need_no_solution
+    checks them.
 
     Against the build's trained results: ``QKV_RESULTS`` names the folder where
     the build's kernels kept what ``qkv.experiments`` trained (same code, same
