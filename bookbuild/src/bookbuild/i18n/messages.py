@@ -26,8 +26,6 @@ from pathlib import Path
 
 from babel.messages.pofile import read_po
 
-from qkv.language import load_catalogue
-
 NNBSP = "\u202f"  # before ; ? ! and :
 NBSP = "\u00a0"  # inside « »
 
@@ -52,7 +50,14 @@ def catalogue(language: str | None) -> _gettext.NullTranslations:
     """``bookbuild``'s catalogue of ``language`` (its base language): none for
     English or a language without one (its words stay English), else the
     compiled ``.mo``, which raises ``LookupError`` for a message it lacks
-    (:func:`qkv.language.load_catalogue`, which loads ``qkv``'s too)."""
+    (:func:`qkv.language.load_catalogue`, which loads ``qkv``'s too).
+
+    ``qkv`` is imported here, not at the top: importing it imports torch, and
+    the build imports this module (through :mod:`bookbuild.patches`) before
+    :mod:`bookbuild.execute.environment` has checked that torch imports, so
+    that a broken torch gets that check's one line, not a traceback."""
+    from qkv.language import load_catalogue
+
     base = base_language(language)
     if (
         base == "en"
