@@ -41,6 +41,7 @@ __all__ = [
     "get_language",
     "gettext",
     "language_from_environment",
+    "load_catalogue",
     "localise",
     "on_change",
     "pgettext",
@@ -104,39 +105,62 @@ DOMAIN = "qkv"
 
 
 class _Missing(_gettext.NullTranslations):
-    """The last fallback of a catalogue: a message it lacks is an error."""
+    """The last fallback of a catalogue: a message it lacks is an error that
+    names the catalogue to complete (never a silent English fallback)."""
 
-    def __init__(self, language: str) -> None:
+    def __init__(self, language: str, po: Path) -> None:
         super().__init__()
         self.language = language
+        self.po = po
+
+    def _lacks(self, message: str, context: str | None = None) -> LookupError:
+        meant = "" if context is None else f" (context {context!r})"
+        return LookupError(
+            f"no {self.language!r} translation of the message {message!r}{meant} "
+            f"in {self.po} (make translations, then translate it)"
+        )
 
     def gettext(self, message: str) -> str:
-        raise LookupError(
-            f"no {self.language!r} translation of the message {message!r} in "
-            f"{LOCALE_DIR / self.language / 'LC_MESSAGES' / (DOMAIN + '.po')}"
-        )
+        raise self._lacks(message)
 
     def pgettext(self, context: str, message: str) -> str:
-        raise LookupError(
-            f"no {self.language!r} translation of the message {message!r} "
-            f"(context {context!r}) in "
-            f"{LOCALE_DIR / self.language / 'LC_MESSAGES' / (DOMAIN + '.po')}"
-        )
+        raise self._lacks(message, context)
+
+    def ngettext(self, msgid1: str, msgid2: str, n: int) -> str:
+        raise self._lacks(msgid1)
+
+    def npgettext(self, context: str, msgid1: str, msgid2: str, n: int) -> str:
+        raise self._lacks(msgid1, context)
+
+
+def load_catalogue(
+    domain: str, locale_dir: Path, language: str
+) -> _gettext.GNUTranslations:
+    """The compiled catalogue of the gettext ``domain`` in ``language``,
+    ``<locale_dir>/<language>/LC_MESSAGES/<domain>.mo`` (Sphinx's layout),
+    which raises ``LookupError`` for a message it lacks, naming the ``.po``
+    beside it: ``qkv``'s catalogues (:func:`translations`) and ``bookbuild``'s
+    (``bookbuild.i18n.messages``) are loaded by this one function.
+
+    Raises:
+        FileNotFoundError: if the compiled catalogue is not there.
+    """
+    path = Path(locale_dir) / language / "LC_MESSAGES" / f"{domain}.mo"
+    with path.open("rb") as compiled:
+        catalogue = _gettext.GNUTranslations(compiled)
+    catalogue.add_fallback(_Missing(language, path.with_suffix(".po")))
+    return catalogue
 
 
 @functools.cache
 def translations(language: str) -> _gettext.NullTranslations:
     """``qkv``'s catalogue for ``language``: none for English (its messages
     are English), else the compiled ``qkv.mo``, which raises ``LookupError``
-    for a message it lacks."""
+    for a message it lacks (:func:`load_catalogue`)."""
     language = _checked("language", language)
     if language == "en":
         return _gettext.NullTranslations()
-    path = LOCALE_DIR / language / "LC_MESSAGES" / f"{DOMAIN}.mo"
-    with path.open("rb") as compiled:
-        catalogue = _gettext.GNUTranslations(compiled)
-    catalogue.add_fallback(_Missing(language))
-    return catalogue
+    return load_catalogue(DOMAIN, LOCALE_DIR, language)
 
 
 def gettext(message: str, *, language: str | None = None) -> str:

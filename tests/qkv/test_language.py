@@ -107,6 +107,38 @@ def test_a_missing_french_message_raises_never_falls_back_to_english():
     assert gettext("key", language="en") == "key"  # another language, asked
 
 
+def test_qkv_and_bookbuild_load_their_catalogues_the_same_way(tmp_path):
+    """One loader for every gettext domain (qkv's, bookbuild's, any other):
+    a message the catalogue lacks, with or without a context, in the singular
+    or the plural, raises ``LookupError`` naming the ``.po`` to complete."""
+    from babel.messages.catalog import Catalog
+    from babel.messages.mofile import write_mo
+
+    from bookbuild.i18n import messages
+
+    folder = tmp_path / "fr" / "LC_MESSAGES"
+    folder.mkdir(parents=True)
+    catalog = Catalog(locale="fr")
+    catalog.add("key", "clé")
+    with open(folder / "demo.mo", "wb") as compiled:
+        write_mo(compiled, catalog)
+    demo = language.load_catalogue("demo", tmp_path, "fr")
+    assert demo.gettext("key") == "clé"
+    po = re.escape(str(folder / "demo.po"))
+    with pytest.raises(LookupError, match=rf"'fr'.*'value'.*{po}"):
+        demo.gettext("value")
+    with pytest.raises(LookupError, match=r"'value' \(context 'tensor'\)"):
+        demo.pgettext("tensor", "value")
+    with pytest.raises(LookupError, match=r"'one value'"):
+        demo.ngettext("one value", "{n} values", 2)
+    with pytest.raises(FileNotFoundError):
+        language.load_catalogue("none", tmp_path, "fr")
+    # bookbuild's French catalogue: the same loader, naming bookbuild.po
+    with pytest.raises(LookupError, match=r"'fr'.*'no such message'.*bookbuild\.po"):
+        messages.gettext("fr")("no such message")
+    assert messages.gettext("en")("no such message") == "no such message"
+
+
 def test_qkv_speaks_french_with_nothing_but_its_package_files():
     """The compiled catalogue ships in the package (package data), read
     through the package's own folder: a fresh process, French, no book."""

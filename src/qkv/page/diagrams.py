@@ -5,7 +5,8 @@ tensors and operations, arrows for the data flow, an opaque white background so
 that they read in the light and dark themes, and type large enough for a
 projector: no text under :data:`qkv.page.plot.MIN_FONT_PT` points, in figures no wider
 than :data:`qkv.page.plot.MAX_WIDTH_IN` inches, so that the page shows them at their
-natural size (``tests/test_transformer_diagrams.py`` measures it).
+natural size (``tests/qkv/test_transformer_diagrams.py`` measures
+it).
 
 The labels use the symbols of the book's notation page: ``X`` is (T, D), the
 queries and keys are (T, d_k), the values (T, d_v), a head has E = D / H features.

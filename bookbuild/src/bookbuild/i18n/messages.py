@@ -40,21 +40,6 @@ def N_(message: str) -> str:
     return message
 
 
-class _Missing(_gettext.NullTranslations):
-    """The last fallback of a catalogue: a message it lacks is an error."""
-
-    def __init__(self, language: str) -> None:
-        super().__init__()
-        self.language = language
-
-    def gettext(self, message: str) -> str:
-        raise LookupError(
-            f"no {self.language!r} translation of {message!r} in "
-            f"{LOCALE_DIR / self.language / 'LC_MESSAGES' / (DOMAIN + '.po')} "
-            "(make translations, then translate it)"
-        )
-
-
 def base_language(language: str | None) -> str:
     """``fr`` for ``fr``, ``fr_CA`` or ``fr-BE``; ``en`` for none."""
     return (language or "en").replace("-", "_").split("_")[0].lower()
@@ -64,15 +49,22 @@ def base_language(language: str | None) -> str:
 def catalogue(language: str | None) -> _gettext.NullTranslations:
     """``bookbuild``'s catalogue of ``language`` (its base language): none for
     English or a language without one (its words stay English), else the
-    compiled ``.mo``, which raises ``LookupError`` for a message it lacks."""
+    compiled ``.mo``, which raises ``LookupError`` for a message it lacks
+    (:func:`qkv.language.load_catalogue`, which loads ``qkv``'s too).
+
+    ``qkv`` is imported here, not at the top: importing it imports torch, and
+    the build imports this module (through :mod:`bookbuild.patches`) before
+    :mod:`bookbuild.execute.environment` has checked that torch imports, so
+    that a broken torch gets that check's one line, not a traceback."""
+    from qkv.language import load_catalogue
+
     base = base_language(language)
-    path = LOCALE_DIR / base / "LC_MESSAGES" / f"{DOMAIN}.mo"
-    if base == "en" or not path.is_file():
+    if (
+        base == "en"
+        or not (LOCALE_DIR / base / "LC_MESSAGES" / f"{DOMAIN}.mo").is_file()
+    ):
         return _gettext.NullTranslations()
-    with path.open("rb") as compiled:
-        found = _gettext.GNUTranslations(compiled)
-    found.add_fallback(_Missing(base))
-    return found
+    return load_catalogue(DOMAIN, LOCALE_DIR, base)
 
 
 def gettext(language: str | None) -> Callable[[str], str]:

@@ -10,7 +10,8 @@ keep the package's 88.
 
 Ruff reads notebooks, not MyST files: :func:`write_notebooks` writes each
 chapter's code cells into a notebook (markdown left out), on which ``ruff check``
-and ``ruff format --check`` run (``tests/test_chapters.py``). :func:`format_page`
+and ``ruff format --check`` run (``python -m bookbuild.tools.chapter_code check``,
+a step of ``make check`` and ``make test``). :func:`format_page`
 formats a chapter's code cells in place, cell by cell, keeping their options.
 
 Usage, from the book's folder::

@@ -4,7 +4,7 @@ matplotlib writes text into SVG as glyph paths, each group scaled by the font
 size: ``transform="translate(x y) scale(0.12 -0.12)"`` is 12-point text (glyphs
 are drawn at 100 units per point size). The page shows an SVG at some width;
 its text then measures ``size * shown width / viewBox width`` CSS pixels.
-``tests/test_browser.py`` compares that with the page's caption text.
+``tests/site/test_browser.py`` compares that with the page's caption text.
 """
 
 from __future__ import annotations
