@@ -10,7 +10,8 @@ Answer: ``make book`` first runs this module. It registers every chapter of
 Sphinx, reading them with myst-nb's own reader (so the cache keys match), and
 executes the ones not cached yet, one kernel per core at a time, longest chapters
 first (by the last run's times, kept with the trained results in
-``_build/results``; on a first build, by the size of their source). A chapter's
+``_build/results``, and the times of a cold build kept in the repository,
+:data:`COLD_TIMES`: a fresh clone's order is right too). A chapter's
 languages run one after the other in one kernel (English, then its translations,
 each as if in a fresh kernel: :mod:`bookbuild.execute.fresh_state`): the second
 does not pay again for the kernel's start, the libraries the chapter imports and
@@ -597,6 +598,56 @@ def main(root: Path) -> int:
         return INTERRUPTED
 
 
+#: Each run's time (by :func:`run_name`) when its chapter trains its models
+#: from nothing, as on a fresh clone: measured on a cold ``make book`` of an
+#: idle 2-core machine, kept in the repository (a fresh clone has no
+#: ``runtimes.json``: without these it would order the chapters by the size of
+#: their source, and the longest, last, would leave one core idle for a
+#: minute). Refresh it after a cold build that changed the chapters' times:
+#: ``python -m bookbuild.execute.prefill --keep-cold-times`` copies the last
+#: run's times (``runtimes.json``) into it.
+COLD_TIMES = Path(__file__).with_name("cold_times.json")
+
+
+def cold_times() -> dict[str, float]:
+    """:data:`COLD_TIMES` (empty when the file is missing or unreadable)."""
+    try:
+        return {
+            str(name): float(seconds)
+            for name, seconds in json.loads(COLD_TIMES.read_text()).items()
+        }
+    except (OSError, ValueError, AttributeError, TypeError):
+        return {}
+
+
+def expected_seconds(
+    names: list[str], last: dict[str, float], cold: dict[str, float]
+) -> float:
+    """How long a chapter's runs ``names`` are expected to take, to order the
+    chapters longest first: each run's longer of its last time (``last``,
+    which, once the trained results are kept, is short) and its cold time
+    (``cold``, :data:`COLD_TIMES`: training from nothing). The longer, since a
+    build that has to execute a chapter after an edit of ``qkv`` may also
+    train again, and there the order matters (minutes of training to spread
+    over the cores); when every result is read back, every chapter is short
+    and the order hardly matters. A run known to neither: first of all
+    (infinite)."""
+    total = 0.0
+    for name in names:
+        known = [times[name] for times in (last, cold) if name in times]
+        total += max(known) if known else float("inf")
+    return total
+
+
+def keep_cold_times(root: Path) -> dict[str, float]:
+    """Write the last run's times (``runtimes.json``) into :data:`COLD_TIMES`
+    (after a cold build: every model trained), rounded to 0.1 s; the times."""
+    last = json.loads(runtimes_path(root).read_text())
+    times = {name: round(seconds, 1) for name, seconds in sorted(last.items())}
+    COLD_TIMES.write_text(json.dumps(times, indent=1, sort_keys=True) + "\n")
+    return times
+
+
 def runtimes_path(root: Path) -> Path:
     """Where the prefill keeps each run's last execution time (seconds by
     :func:`run_name`): beside the chapters' trained results (``QKV_RESULTS``)."""
@@ -644,10 +695,11 @@ def _prefill(root: Path) -> int:
     # Longest chapters first (times of the previous run; a chapter never run
     # first of all), one chapter per task: the two cores then finish at about
     # the same time. The times are kept with the trained results, which a
-    # build that starts again from an empty execution cache keeps too; without
-    # them (a first build), the longest sources first.
+    # build that starts again from an empty execution cache keeps too, and
+    # those of a cold build are in the repository (expected_seconds).
     runtimes_file = runtimes_path(root)
     runtimes = json.loads(runtimes_file.read_text()) if runtimes_file.exists() else {}
+    expected = cold_times()
     # Threads only wait on their kernels; the cache database is used from here.
     chapters: dict[Path, list] = {}
     for run in [cache.get_project_notebook(record.pk) for record in todo]:
@@ -657,8 +709,7 @@ def _prefill(root: Path) -> int:
 
     def longest_first(source: Path) -> tuple[float, int]:
         names = [run_name(root, run.uri) for run in chapters[source]]
-        seconds = sum(runtimes.get(name, float("inf")) for name in names)
-        return (-seconds, -source.stat().st_size)
+        return (-expected_seconds(names, runtimes, expected), -source.stat().st_size)
 
     tasks = [chapters[source] for source in sorted(chapters, key=longest_first)]
     folder = os.environ.get(READY_FOLDER)
@@ -845,4 +896,8 @@ def translated_runs(root: Path):
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--keep-cold-times"]:
+        book = Path(sys.argv[2] if len(sys.argv) > 2 else ".").resolve()
+        print(f"prefill: {len(keep_cold_times(book))} cold times kept in {COLD_TIMES}")
+        sys.exit(0)
     sys.exit(main(Path(sys.argv[1] if len(sys.argv) > 1 else ".").resolve()))
