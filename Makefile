@@ -157,13 +157,12 @@ $(STUDENT_BUILT): $(INSTALLED) $(BOOK_INPUTS) $(INPUTS_LIST) $(CLAIMS_MODE) | en
 	@mv $@.start $@
 
 # Chapters not yet in the execution cache run in parallel (one per core, a
-# chapter's languages in one kernel: bookbuild.execute.prefill); beside them,
-# Sphinx builds the site from the cache, strictly (jupyter-book build . -W -n
-# --keep-going), and, side by side with it, each translation (locales/) into
+# chapter's languages in one kernel, longest first: bookbuild.execute.prefill);
+# then Sphinx builds the site from the cache, strictly (jupyter-book build . -W
+# -n --keep-going), and, side by side with it, each translation (locales/) into
 # _build/html/<language>, from the same cache (bookbuild.build site
-# --with-prefill): each build reads a page once its chapter is cached, so it
-# reads the first chapters while the last ones execute. A chapter that fails
-# stops the builds (each failure is reported once, where it failed).
+# --with-prefill). A chapter that fails stops the build before Sphinx starts
+# (each failure is reported once, where it failed).
 # Each build's whole log goes to _build/logs/build-<language>.log; what is printed
 # is a summary (time, pages written, warnings per language) and, for a build that
 # failed, its warning and error lines, the end of its log and the log's path.

@@ -236,7 +236,7 @@ def line_of(text: str, needle: str) -> int:
 
 @pytest.fixture(scope="module")
 def claims_book(tmp_path_factory):
-    """The book built as ``make book`` builds it (the prefill beside the
+    """The book built as ``make book`` builds it (the prefill, then the
     builds), strictly, then with ``QKV_CLAIMS=note``: each build's result and
     what it left in the site."""
     root = write_small_book(

@@ -116,7 +116,7 @@ def test_a_failing_cell_is_reported_once_where_it_failed_and_stops_the_build(
 
 
 def test_make_book_stops_when_the_prefill_fails():
-    """The Makefile runs the prefill beside the Sphinx builds (``site
+    """The Makefile runs the prefill before the Sphinx builds (``site
     --with-prefill``) or as its own line before them (the student edition),
     errors not ignored, and moves the stamp only at the end: `make book` does
     not believe the site is built."""
@@ -135,9 +135,9 @@ def test_make_book_stops_when_the_prefill_fails():
         assert lines[-1] == "@mv $@.start $@", lines
 
 
-def test_a_failing_chapter_stops_the_builds_beside_the_prefill(small_book):
-    """As `make book` runs it: the failure reported once, by the prefill; the
-    builds waiting for the chapter stopped; nothing of theirs left in the site."""
+def test_a_failing_chapter_stops_the_build_before_sphinx_starts(small_book):
+    """As `make book` runs it: the failure reported once, by the prefill; no
+    Sphinx build started; nothing written into the site."""
     import psutil
 
     root = small_book({"index": "# Home\n\nHello.\n", "chapter": CHAPTER}, toc=TOC)
@@ -147,7 +147,8 @@ def test_a_failing_chapter_stops_the_builds_beside_the_prefill(small_book):
     )
     assert out.count("AssertionError") == 1, out
     assert "the build stops here: fix chapter" in out, out
-    assert "site: the prefill failed: the builds beside it were stopped" in out, out
+    assert "built side by side" not in out, out  # site's line when they start
+    assert not (root / "logs" / "build-en.log").exists()
     assert not (root / "_build" / "html" / "chapter.html").exists()
     assert not (root / "_build" / "html" / "fr" / "chapter.html").exists()
     builds = [

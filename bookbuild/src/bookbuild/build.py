@@ -13,11 +13,12 @@
   ``build-fr.log``), and what is printed is a summary: per language, the time,
   the pages written and the warnings; for a build that failed, its warning and
   error lines, the end of its log and the log's path (:func:`summary`). With
-  ``--with-prefill`` (``make book``), the prefill runs beside the builds
-  (:class:`bookbuild.execute.prefill.Beside`): each build reads a page once its
-  chapter is in the cache, and a chapter that fails stops them (the prefill
-  says where; what they wrote into the site is removed); the prefill's list of
-  the claims that did not hold on this machine (:mod:`bookbuild.execute.claims`)
+  ``--with-prefill`` (``make book``), the prefill runs first
+  (:func:`prefill_first`: every chapter executed into the cache, in parallel);
+  a chapter that fails stops the build there (the prefill says where; no
+  Sphinx build starts, nothing is written into the site); the prefill's list
+  of the claims that did not hold on this machine
+  (:mod:`bookbuild.execute.claims`)
   is printed again at the end. Before anything, the environment is checked
   (:mod:`bookbuild.execute.environment`: Sphinx executes a chapter the cache
   lacks). Ctrl-C stops both builds and the kernels they started
@@ -48,8 +49,7 @@ import sys
 import time
 from pathlib import Path
 
-from bookbuild.execute import environment
-from bookbuild.execute.prefill import Beside
+from bookbuild.execute import environment, prefill
 from bookbuild.i18n.catalogues import languages, translated_languages
 from bookbuild.i18n.checks import catalogue_problems
 
@@ -121,16 +121,16 @@ def site(
     root: Path, path_output: Path | None = None, with_prefill: bool = False
 ) -> int:
     """The root language and every translation, built side by side (``site``);
-    ``with_prefill``: the prefill runs beside them (:func:`start_prefill`)."""
+    ``with_prefill``: the prefill runs first (:func:`prefill_first`)."""
     import tempfile
 
     output = ["--path-output", str(path_output)] if path_output else []
     jupyter_book = Path(sys.executable).parent / "jupyter-book"
     root_build = [str(jupyter_book), "build", str(root), "-W", "-n", "--keep-going"]
     others_build = [sys.executable, "-m", "bookbuild.build", "build"]
+    if with_prefill and (code := prefill_first(root)):
+        return code
     with tempfile.TemporaryFile("w+", encoding="utf-8") as log, StopOnCtrlC() as stop:
-        beside = start_prefill(root, with_prefill, "")
-        environment = beside.environment if beside else None
         builds = [
             subprocess.Popen(
                 others_build + output,
@@ -138,22 +138,16 @@ def site(
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 process_group=0,  # a Ctrl-C is for `site` to handle (StopOnCtrlC)
-                env=environment,
             )
         ]
         try:
             sys.stdout.flush()
             builds.append(  # its log shows as it comes
-                subprocess.Popen(
-                    root_build + output, cwd=root, process_group=0, env=environment
-                )
+                subprocess.Popen(root_build + output, cwd=root, process_group=0)
             )
-            while not stop.interrupted and (
-                any(build.poll() is None for build in builds)
-                or (beside and beside.code is None)
+            while not stop.interrupted and any(
+                build.poll() is None for build in builds
             ):
-                if prefill_failed(beside, ""):
-                    break
                 time.sleep(0.2)
             others_code, root_code = (build.poll() for build in builds)
         finally:
@@ -162,8 +156,6 @@ def site(
                     build.terminate()
         if stop.interrupted:
             return interrupted(root, path_output, stop.started)
-        if beside is not None and beside.code:
-            return stopped_by_the_prefill(root, path_output, stop.started, beside.code)
         log.seek(0)
         print(TRANSLATIONS_LOG)
         sys.stdout.write(log.read())
@@ -172,7 +164,7 @@ def site(
         failed = ["the root language"] * bool(root_code)
         failed += ["the translations"] * bool(others_code)
         print(f"site: the build of {' and '.join(failed)} failed")
-    say_claims_again(beside)
+    say_claims_again(root, with_prefill)
     return root_code or others_code
 
 
@@ -327,52 +319,41 @@ def summary(name: str, log: Path, code: int, seconds: float) -> list[str]:
     return lines
 
 
-def start_prefill(root: Path, with_prefill: bool, started: str):
-    """With ``with_prefill``, start the prefill beside the builds
-    (:class:`bookbuild.execute.prefill.Beside`: each build reads a page once
-    its chapter is cached) and return it; print ``started`` now without it."""
-    if not with_prefill:
-        if started:
-            print(started, flush=True)
-        return None
+def prefill_first(root: Path) -> int:
+    """The prefill (:mod:`bookbuild.execute.prefill`: every chapter not cached
+    executed, in parallel) in a process of its own, before the builds; its
+    exit code (0: the builds may start). Its lines go where this process's
+    go. A Ctrl-C reaches it as it reaches this process (one process group):
+    it stops its kernels, says so in one line and exits with 130, which this
+    returns (nothing more is printed, no build starts).
 
-    sys.stdout.flush()
-    return Beside(root)
+    The builds ran beside the prefill until issue 36 (each reading a page once
+    its chapter was cached): measured on a cold build with the chapters in
+    the right order (:data:`bookbuild.execute.prefill.COLD_TIMES`), both
+    cores stay busy with kernels to the end, and the builds' reading, which
+    took the kernels' CPU, saved no time (see ``cold_times.json``'s
+    commit); one after the other is simpler: no ready markers, no order file,
+    no waiting inside Sphinx."""
+    previous = signal.signal(signal.SIGINT, lambda *_: None)  # the prefill's to handle
+    try:
+        sys.stdout.flush()
+        process = subprocess.run(
+            [sys.executable, "-P", "-m", "bookbuild.execute.prefill", str(root)],
+            cwd=root,
+        )
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    return process.returncode
 
 
-def prefill_failed(beside, started: str) -> bool:
-    """True once the prefill beside the builds failed: the caller stops the
-    builds. Prints ``started`` when it ended well (after the prefill's lines)."""
-    if beside is None:
-        return False
-    if beside.code is None and beside.poll() == 0 and started:
-        print(started, flush=True)
-    return bool(beside.code)
-
-
-def say_claims_again(beside) -> None:
-    """At the end, what the prefill beside the builds said of the claims that
-    did not hold on this machine (:mod:`bookbuild.execute.claims`): the builds'
-    output came after it."""
-    text = beside.claims_message() if beside is not None else ""
+def say_claims_again(root: Path, with_prefill: bool) -> None:
+    """At the end, what the prefill said of the claims that did not hold on
+    this machine (:mod:`bookbuild.execute.claims`, kept by
+    :func:`bookbuild.execute.prefill.tell_claims`): the builds' output came
+    after it."""
+    text = prefill.claims_message(root) if with_prefill else ""
     if text:
         print(text, flush=True)
-
-
-def stopped_by_the_prefill(
-    root: Path, path_output: Path | None, since: float, code: int
-) -> int:
-    """After the prefill beside the builds failed (it said where): stop the
-    builds, delete what they wrote into the site, say so; the prefill's code."""
-    stop_builds()
-    site_folder = Path(path_output or root) / "_build" / "html"
-    removed = remove_written(site_folder, since - 1)  # coarse file times
-    print(
-        f"site: the prefill failed: the builds beside it were stopped, the "
-        f"{removed} file(s) they had written into {site_folder} removed",
-        flush=True,
-    )
-    return code
 
 
 def site_logged(
@@ -382,7 +363,7 @@ def site_logged(
     with_prefill: bool = False,
 ) -> int:
     """``site``, each build's log in a file of ``log_dir``, a summary printed;
-    ``with_prefill``: the prefill runs beside the builds (:func:`start_prefill`)."""
+    ``with_prefill``: the prefill runs first (:func:`prefill_first`)."""
     output = ["--path-output", str(path_output)] if path_output else []
     jupyter_book = Path(sys.executable).parent / "jupyter-book"
     codes = list(languages(root))
@@ -404,12 +385,13 @@ def site_logged(
         f"site: {' and '.join(builds)} built side by side, logs in {log_dir}/ "
         "(a few minutes when pages changed)"
     )
+    if with_prefill and (code := prefill_first(root)):
+        return code
+    print(started, flush=True)
     start = time.perf_counter()
     running, handles, ended = {}, [], {}
     stop = StopOnCtrlC().install()
-    beside = None
     try:
-        beside = start_prefill(root, with_prefill, started)
         for name, (command, log) in builds.items():
             handle = open(log, "w", encoding="utf-8")  # noqa: SIM115 - closed below
             handles.append(handle)
@@ -419,13 +401,8 @@ def site_logged(
                 stdout=handle,
                 stderr=subprocess.STDOUT,
                 process_group=0,  # a Ctrl-C is for `site` to handle (StopOnCtrlC)
-                env=beside.environment if beside else None,
             )
-        while not stop.interrupted and (
-            len(ended) < len(running) or (beside and beside.code is None)
-        ):
-            if prefill_failed(beside, started):
-                break
+        while not stop.interrupted and len(ended) < len(running):
             for name, process in running.items():
                 if name not in ended and process.poll() is not None:
                     ended[name] = (process.returncode, time.perf_counter() - start)
@@ -439,8 +416,6 @@ def site_logged(
             handle.close()
     if stop.interrupted:
         return interrupted(root, path_output, stop.started)
-    if beside is not None and beside.code:
-        return stopped_by_the_prefill(root, path_output, stop.started, beside.code)
     lines = []
     for name, (_, log) in builds.items():
         log.write_text(  # plain text: Sphinx colours even a file
@@ -456,7 +431,7 @@ def site_logged(
             f"site: the build of {' and '.join(failed)} failed (strict: one "
             "warning fails it); what failed is above, all of it in the log"
         )
-    say_claims_again(beside)
+    say_claims_again(root, with_prefill)
     return next((code for code, _ in ended.values() if code), 0)
 
 
@@ -473,7 +448,7 @@ def main(argv: list[str]) -> int:
     whole.add_argument(
         "--with-prefill",
         action="store_true",
-        help="execute the chapters beside the builds (make book)",
+        help="execute the chapters first, in parallel (make book)",
     )
     args = parser.parse_args(argv)
     root = Path(".").resolve()

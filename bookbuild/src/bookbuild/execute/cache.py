@@ -19,13 +19,10 @@ depend on the directory it is started from.
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
-import time
 from pathlib import Path
 
 from bookbuild.execute import kernel_config
-from bookbuild.i18n.messages import base_language
 from bookbuild.toc import book_root
 
 DEFAULT_PATHS = ["src/qkv", "requirements.txt", "pyproject.toml"]
@@ -110,50 +107,6 @@ def _hash_extensions(app, config) -> None:
     config.extensions_hash = dependency_hash(package, ["."])
 
 
-#: Set for Sphinx builds that start while the prefill still runs (``site
-#: --with-prefill``: :class:`bookbuild.execute.prefill.Beside`): a folder where
-#: the prefill marks each page as ready once its chapter is in the cache
-#: (:func:`ready_marker`; a page with nothing to execute at once), and that
-#: holds :data:`ENDED` once the prefill ended well. Such a build reads each page
-#: once it is ready (:func:`_wait_until_ready`), so it reads the first chapters
-#: while the last ones execute.
-READY_FOLDER = "BOOKBUILD_READY_FOLDER"
-ENDED = "ended"
-#: In the folder: the pages the prefill executes, one per line, in its order
-#: (longest chapters first); the builds read them in that order, after the
-#: pages it does not execute (:func:`_read_in_the_prefills_order`).
-ORDER = "order"
-
-
-def ready_marker(folder: Path | str, language: str, docname: str) -> Path:
-    """The file that says ``docname`` (``book/masking``) is ready in ``language``."""
-    return Path(folder) / language / f"{docname}.ready"
-
-
-def _wait_until_ready(app, docname: str, source) -> None:
-    folder = os.environ.get(READY_FOLDER)
-    if not folder:
-        return
-
-    language = base_language(app.config.language or "en")  # Sphinx's default
-    marker = ready_marker(folder, language, docname)
-    ended = Path(folder) / ENDED
-    while not (marker.exists() or ended.exists()):
-        time.sleep(0.05)  # a failed prefill stops this build (Beside)
-
-
-def _read_in_the_prefills_order(app, env, docnames: list[str]) -> None:
-    folder = os.environ.get(READY_FOLDER)
-    if not folder:
-        return
-    order, ended = Path(folder) / ORDER, Path(folder) / ENDED
-    while not (order.exists() or ended.exists()):
-        time.sleep(0.05)  # the prefill writes it before it executes anything
-    executed = order.read_text(encoding="utf-8").split() if order.exists() else []
-    rank = {page: number for number, page in enumerate(executed)}
-    docnames.sort(key=lambda docname: (rank.get(docname, -1), docname))
-
-
 def setup(app) -> dict:
     app.add_config_value("dependency_cache_paths", DEFAULT_PATHS, "env", [list])
     app.add_config_value("extensions_hash", "", "env", [str])
@@ -161,6 +114,4 @@ def setup(app) -> dict:
     # After myst-nb has registered nb_execution_cache_path, before it reads it.
     app.connect("config-inited", _set_cache_path, priority=900)
     app.connect("builder-inited", _prune)
-    app.connect("env-before-read-docs", _read_in_the_prefills_order)
-    app.connect("source-read", _wait_until_ready)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

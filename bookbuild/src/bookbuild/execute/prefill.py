@@ -10,18 +10,16 @@ Answer: ``make book`` first runs this module. It registers every chapter of
 Sphinx, reading them with myst-nb's own reader (so the cache keys match), and
 executes the ones not cached yet, one kernel per core at a time, longest chapters
 first (by the last run's times, kept with the trained results in
-``_build/results``; on a first build, by the size of their source). A chapter's
+``_build/results``, and the times of a cold build kept in the repository,
+:data:`COLD_TIMES`: a fresh clone's order is right too). A chapter's
 languages run one after the other in one kernel (English, then its translations,
 each as if in a fresh kernel: :mod:`bookbuild.execute.fresh_state`): the second
 does not pay again for the kernel's start, the libraries the chapter imports and
 its data loaded. Kernels are forked from a process that has imported torch
 already (``bookbuild.execute.kernels``), and each gets one torch thread
 (``OMP_NUM_THREADS=1``), so kernels do not fight over the cores. Sphinx then finds
-every chapter in the cache. ``make book`` runs the Sphinx builds beside the
-prefill (:class:`Beside`): the prefill writes its order of the pages, and marks
-each page ready as its chapter is cached (a page with nothing to execute at
-once); the builds read the pages in that order, each once it is ready
-(``bookbuild.execute.cache``).
+every chapter in the cache (``make book`` runs the prefill, then the Sphinx
+builds: ``bookbuild.build site --with-prefill``).
 A chapter that fails here is not cached, and the build stops after the prefill
 (exit code 1): each failing chapter is reported once, where it failed
 (:func:`failure_report`: the file, the code cell and its first line, the line
@@ -37,7 +35,7 @@ before each run). A chapter whose claims failed is cached with them (in its
 record's data) and marked ready, and the build goes on; at its end, the
 prefill lists every failed claim of the book, where it is and the sentence it
 guards (:func:`tell_claims`), and leaves the list for ``make book`` to print
-again after the builds' summary (:meth:`Beside.claims_message`). The site
+again after the builds' summary (:func:`claims_message`). The site
 then leaves such a page out, or marks its sentences
 (:mod:`bookbuild.site.claim_notices`).
 
@@ -89,15 +87,7 @@ import yaml
 
 from bookbuild import patches
 from bookbuild.execute import claims, environment, kernel_config, kernels
-from bookbuild.execute.cache import (
-    DEFAULT_PATHS,
-    ENDED,
-    ORDER,
-    READY_FOLDER,
-    cache_path,
-    prune_caches,
-    ready_marker,
-)
+from bookbuild.execute.cache import DEFAULT_PATHS, cache_path, prune_caches
 from bookbuild.execute.claims import by_cell
 from bookbuild.execute.kernels import WarmKernelManager
 from bookbuild.execute.sources import (
@@ -106,7 +96,7 @@ from bookbuild.execute.sources import (
     source_path,
     translation,
 )
-from bookbuild.i18n.catalogues import languages, translated_languages
+from bookbuild.i18n.catalogues import translated_languages
 from bookbuild.i18n.code import CODE_CELL, translated_source
 from bookbuild.toc import is_notebook, pages
 
@@ -536,22 +526,31 @@ def kept_claims(root: Path, cache) -> list[dict]:
     return found
 
 
-#: In the folder of the builds beside the prefill (``READY_FOLDER``): what it
-#: said of the failed claims, for ``make book`` to say again at its end.
-CLAIMS_MESSAGE = "claims"
+def claims_path(root: Path) -> Path:
+    """Where the prefill leaves what it said of the failed claims, for
+    ``make book`` to say again at its end (:func:`claims_message`)."""
+    return root / "_build" / "claims-message.txt"
+
+
+def claims_message(root: Path) -> str:
+    """What the last prefill said of the failed claims (empty: none failed)."""
+    path = claims_path(root)
+    return path.read_text(encoding="utf-8").rstrip() if path.is_file() else ""
 
 
 def tell_claims(root: Path, cache) -> None:
     """Print the message about every failed claim of the book (none: nothing),
-    and leave it for the builds beside the prefill (:meth:`Beside.claims_message`)."""
+    and leave it for ``make book`` to say again (:func:`claims_message`)."""
     address = ((book_config(root).get("repository") or {}).get("url") or "").strip()
     issues = f"{address.rstrip('/')}/issues" if address else ""
     text = claims.message(kept_claims(root, cache), claims.note_mode(), issues)
+    path = claims_path(root)
     if text:
         print(text, flush=True)
-    folder = os.environ.get(READY_FOLDER)
-    if folder and text:
-        Path(folder, CLAIMS_MESSAGE).write_text(text + "\n", encoding="utf-8")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text + "\n", encoding="utf-8")
+    else:
+        path.unlink(missing_ok=True)
 
 
 def drop_partial_entries(cache) -> list[str]:
@@ -597,6 +596,56 @@ def main(root: Path) -> int:
         return INTERRUPTED
 
 
+#: Each run's time (by :func:`run_name`) when its chapter trains its models
+#: from nothing, as on a fresh clone: measured on a cold ``make book`` of an
+#: idle 2-core machine, kept in the repository (a fresh clone has no
+#: ``runtimes.json``: without these it would order the chapters by the size of
+#: their source, and the longest, last, would leave one core idle for a
+#: minute). Refresh it after a cold build that changed the chapters' times:
+#: ``python -m bookbuild.execute.prefill --keep-cold-times`` copies the last
+#: run's times (``runtimes.json``) into it.
+COLD_TIMES = Path(__file__).with_name("cold_times.json")
+
+
+def cold_times() -> dict[str, float]:
+    """:data:`COLD_TIMES` (empty when the file is missing or unreadable)."""
+    try:
+        return {
+            str(name): float(seconds)
+            for name, seconds in json.loads(COLD_TIMES.read_text()).items()
+        }
+    except (OSError, ValueError, AttributeError, TypeError):
+        return {}
+
+
+def expected_seconds(
+    names: list[str], last: dict[str, float], cold: dict[str, float]
+) -> float:
+    """How long a chapter's runs ``names`` are expected to take, to order the
+    chapters longest first: each run's longer of its last time (``last``,
+    which, once the trained results are kept, is short) and its cold time
+    (``cold``, :data:`COLD_TIMES`: training from nothing). The longer, since a
+    build that has to execute a chapter after an edit of ``qkv`` may also
+    train again, and there the order matters (minutes of training to spread
+    over the cores); when every result is read back, every chapter is short
+    and the order hardly matters. A run known to neither: first of all
+    (infinite)."""
+    total = 0.0
+    for name in names:
+        known = [times[name] for times in (last, cold) if name in times]
+        total += max(known) if known else float("inf")
+    return total
+
+
+def keep_cold_times(root: Path) -> dict[str, float]:
+    """Write the last run's times (``runtimes.json``) into :data:`COLD_TIMES`
+    (after a cold build: every model trained), rounded to 0.1 s; the times."""
+    last = json.loads(runtimes_path(root).read_text())
+    times = {name: round(seconds, 1) for name, seconds in sorted(last.items())}
+    COLD_TIMES.write_text(json.dumps(times, indent=1, sort_keys=True) + "\n")
+    return times
+
+
 def runtimes_path(root: Path) -> Path:
     """Where the prefill keeps each run's last execution time (seconds by
     :func:`run_name`): beside the chapters' trained results (``QKV_RESULTS``)."""
@@ -627,12 +676,6 @@ def _prefill(root: Path) -> int:
             cache.remove_nb_from_project(record.pk)
     todo = cache.list_unexecuted()
     translated = translated_notebooks(root, cache)
-    # For the Sphinx builds beside the prefill (Beside): every page with
-    # nothing to execute is ready now; the others as their chapter is cached.
-    to_run = {run_page(root, run.uri) for run in [*todo, *translated]}
-    for language, page in book_pages(root):
-        if (language, page) not in to_run:
-            mark_ready(language, page)
     if not todo and not translated:
         print(f"prefill: all chapters cached ({time.perf_counter() - start:.1f} s)")
         tell_claims(root, cache)
@@ -644,10 +687,11 @@ def _prefill(root: Path) -> int:
     # Longest chapters first (times of the previous run; a chapter never run
     # first of all), one chapter per task: the two cores then finish at about
     # the same time. The times are kept with the trained results, which a
-    # build that starts again from an empty execution cache keeps too; without
-    # them (a first build), the longest sources first.
+    # build that starts again from an empty execution cache keeps too, and
+    # those of a cold build are in the repository (expected_seconds).
     runtimes_file = runtimes_path(root)
     runtimes = json.loads(runtimes_file.read_text()) if runtimes_file.exists() else {}
+    expected = cold_times()
     # Threads only wait on their kernels; the cache database is used from here.
     chapters: dict[Path, list] = {}
     for run in [cache.get_project_notebook(record.pk) for record in todo]:
@@ -657,14 +701,9 @@ def _prefill(root: Path) -> int:
 
     def longest_first(source: Path) -> tuple[float, int]:
         names = [run_name(root, run.uri) for run in chapters[source]]
-        seconds = sum(runtimes.get(name, float("inf")) for name in names)
-        return (-seconds, -source.stat().st_size)
+        return (-expected_seconds(names, runtimes, expected), -source.stat().st_size)
 
     tasks = [chapters[source] for source in sorted(chapters, key=longest_first)]
-    folder = os.environ.get(READY_FOLDER)
-    if folder:  # the builds beside the prefill read the pages in this order
-        order = [run_page(root, task[0].uri)[1] for task in tasks]
-        Path(folder, ORDER).write_text("\n".join(order) + "\n", encoding="utf-8")
     count = sum(len(task) for task in tasks)
     names = ", ".join(run_name(root, run.uri) for task in tasks for run in task)
     print(f"prefill: executing {count} chapter(s) in parallel: {names}", flush=True)
@@ -684,8 +723,6 @@ def _prefill(root: Path) -> int:
                 for project_nb, result in done.result():
                     code = store(cache, project_nb, result, root)
                     outcomes.append((code, project_nb.uri))
-                    if code == 0:
-                        mark_ready(*run_page(root, project_nb.uri))
                     status = (
                         "failed" if result.err is not None else f"{result.time:.1f} s"
                     )
@@ -742,70 +779,6 @@ def run_name(root: Path, uri: str) -> str:
     return f"{found[0]}/{Path(uri).stem}" if found else Path(uri).stem
 
 
-def run_page(root: Path, uri: str) -> tuple[str, str]:
-    """``(language, page)`` of a run: ``("fr", "book/masking")``."""
-
-    found = translation(uri)
-    language = found[0] if found else next(iter(languages(root)))
-    page = source_path(uri).resolve().relative_to(root.resolve()).with_suffix("")
-    return language, page.as_posix()
-
-
-def book_pages(root: Path) -> list[tuple[str, str]]:
-    """Every ``(language, page)`` of the book's sites."""
-
-    return [(language, page) for language in languages(root) for page in pages(root)]
-
-
-def mark_ready(language: str, page: str) -> None:
-    """Say that ``page`` can be read in ``language``, to the Sphinx builds
-    beside the prefill (``READY_FOLDER``; nothing when it is not set)."""
-    folder = os.environ.get(READY_FOLDER)
-    if folder:
-        marker = ready_marker(folder, language, page)
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.touch()
-
-
-class Beside:
-    """The prefill in a process of its own, beside Sphinx builds that read each
-    page once its chapter is in the cache (``site --with-prefill``, as ``make
-    book`` runs it: the builds read the first chapters while the last ones
-    execute). Give the builds :attr:`environment`; :meth:`poll` until the
-    prefill ends: then :data:`ENDED` is marked if it ended well; if not, the
-    caller stops the builds (their pages would wait for a chapter that failed).
-    The prefill's lines go where this process's go."""
-
-    def __init__(self, root: Path) -> None:
-        import shutil
-        import subprocess
-
-        self.folder = Path(root) / "_build" / ".ready"
-        shutil.rmtree(self.folder, ignore_errors=True)  # an earlier build's
-        self.folder.mkdir(parents=True)
-        self.environment = {**os.environ, READY_FOLDER: str(self.folder)}
-        self.code: int | None = None
-        self.process = subprocess.Popen(
-            [sys.executable, "-P", "-m", "bookbuild.execute.prefill", str(root)],
-            cwd=root,
-            env=self.environment,
-            process_group=0,  # a Ctrl-C is for the caller to handle
-        )
-
-    def claims_message(self) -> str:
-        """What the prefill said of the failed claims (empty: none failed)."""
-        path = self.folder / CLAIMS_MESSAGE
-        return path.read_text(encoding="utf-8").rstrip() if path.is_file() else ""
-
-    def poll(self) -> int | None:
-        """The prefill's exit code once it ended, else None."""
-        if self.code is None and self.process.poll() is not None:
-            self.code = self.process.returncode
-            if self.code == 0:
-                (self.folder / ENDED).touch()
-        return self.code
-
-
 def translated_notebooks(root: Path, cache) -> list:
     """Each translated language's chapters not in the cache yet, as the
     translation's build reads them (their code translated), ready to run."""
@@ -845,4 +818,8 @@ def translated_runs(root: Path):
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--keep-cold-times"]:
+        book = Path(sys.argv[2] if len(sys.argv) > 2 else ".").resolve()
+        print(f"prefill: {len(keep_cold_times(book))} cold times kept in {COLD_TIMES}")
+        sys.exit(0)
     sys.exit(main(Path(sys.argv[1] if len(sys.argv) > 1 else ".").resolve()))

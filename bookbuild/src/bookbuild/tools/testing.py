@@ -106,7 +106,7 @@ def build_book(
 ) -> BuildResult:
     """Run the book's strict build on ``source`` and its translations' side by
     side (``python -m bookbuild.build site``); with ``prefill``, execute
-    the chapters in parallel beside the builds (``--with-prefill``): as ``make
+    the chapters in parallel first (``--with-prefill``): as ``make
     book`` does."""
     built = Path(source) / "_build"
     clean = not built.exists() or {p.name for p in built.iterdir()} <= {"results"}
