@@ -199,16 +199,16 @@ check: $(INSTALLED) lint-js
 	$(BIN)/python -m pytest -m "$(CHECK_TESTS)" -n 2 -q --durations=15
 
 # Every check but the release checks, as CI runs it (.ci/run), before a pull
-# request: the linters, then every test in one run on two workers: the slow
-# ones, the small books, the browser tests of test pages and the tests of the
-# whole book, which the first worker that needs it builds once for both
-# (tests/conftest.py: built_book); a module's browser and site stay on one
-# worker (--dist loadgroup), so the other runs other tests meanwhile.
+# request: the linters, the tests that do not need the whole book on two workers
+# (the slow ones, the small books and the browser tests of test pages too), then
+# the tests of the whole book, in one process (they share one build of the book,
+# and parallelise inside themselves where the cores are idle).
 test: $(INSTALLED) lint-js
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m bookbuild.tools.chapter_code check
-	$(BIN)/python -m pytest -m "not release" -n 2 --dist loadgroup -q --durations=25
+	$(BIN)/python -m pytest -m "not book" -n 2 --dist loadgroup -q --durations=15
+	$(BIN)/python -m pytest -m "book and not release" --durations=15
 
 # The release checks (marker release), which CI runs after make test: what
 # builds the whole book again or installs an environment. The book built (or

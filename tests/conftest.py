@@ -3,11 +3,9 @@ and the same random state at the start of every test.
 
 Tiers (see CONTRIBUTING.md): ``make check`` runs every test that builds no book
 and starts no browser, selected by ``-m "not build and not browser and not slow"``;
-``make test`` runs every other one but the release checks, ``-m "not release"``,
-in one run on two workers (``--dist loadgroup``): the whole book is built once
-for both (``built_book``), and the tests of a module that share its browser or
-its built site stay on one worker (``xdist_group``, added here); ``make
-release`` (CI runs it after
+``make test`` runs every other one but the release checks, in two runs:
+``-m "not book"`` on two workers (small books and test pages in a browser
+included), then ``-m "book and not release"``; ``make release`` (CI runs it after
 ``make test``) runs ``-m release``: the checks that build the whole book again or
 install an environment (two clean builds compared, the notebooks in a fresh
 environment, the student edition, the PDFs). A test that builds a book, the
@@ -29,7 +27,6 @@ import pytest
 from bookbuild.tools.testing import (
     BuildResult,
     build_book,
-    built_once,
     require_chromium,
     write_small_book,
 )
@@ -73,11 +70,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     the student edition is marked ``release``, and every ``release`` test
     ``book``. (A module whose
     tests share a fixture that builds small books names an xdist group: in
-    ``make test``, ``--dist loadgroup``, they share one worker and the fixture
-    builds once.) Every test marked ``book`` or ``browser`` that names no group
-    is put in its module's group: the module's browser, site and whatever its
-    module fixtures build from them (a survey of every page, say) are made once,
-    on one worker, not once on each."""
+    ``make test``'s first run, ``--dist loadgroup``, they share one worker and
+    the fixture builds once.)"""
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         if fixtures & RELEASE_FIXTURES:
@@ -86,10 +80,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.book)
         if fixtures & BUILD_FIXTURES or item.get_closest_marker("book"):
             item.add_marker(pytest.mark.build)
-        grouped = item.get_closest_marker("xdist_group") is not None
-        shares = item.get_closest_marker("book") or item.get_closest_marker("browser")
-        if shares and not grouped:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -130,27 +120,14 @@ def browser():
 
 
 @pytest.fixture(scope="session")
-def built_book(tmp_path_factory, worker_id) -> BuildResult:
+def built_book() -> BuildResult:
     """The book built strictly from this checkout into _build/html, dated by the
     last commit (``SOURCE_DATE_EPOCH``), as ``make same-site`` dates its builds:
     on a fresh clone (CI) this clean build is the first of the two that
-    tests/bookbuild/test_same_site.py compares.
-
-    Built once per run, whatever the number of workers: under pytest-xdist
-    (``make test``) the first worker that needs it builds it, holding a lock in
-    the run's temporary folder (shared by its workers), and keeps the result
-    beside it; the other waits for the lock and reads that result
-    (:func:`bookbuild.tools.testing.built_once`; pytest-xdist's recipe for a
-    session fixture made once)."""
+    tests/bookbuild/test_same_site.py compares."""
     from bookbuild.tools.same_site import source_date
 
-    def build() -> BuildResult:
-        env = {"SOURCE_DATE_EPOCH": source_date(ROOT)}
-        return build_book(ROOT, env=env, prefill=True)
-
-    if worker_id == "master":  # no workers: this process is the run
-        return build()
-    return built_once(tmp_path_factory.getbasetemp().parent / "built_book.json", build)
+    return build_book(ROOT, env={"SOURCE_DATE_EPOCH": source_date(ROOT)}, prefill=True)
 
 
 @pytest.fixture(scope="session")

@@ -172,7 +172,7 @@ def test_where(n, tmp_path_factory):
 
 @pytest.mark.slow
 def test_xdist_keeps_a_group_on_one_worker(tmp_path):
-    """``make test`` relies on ``--dist loadgroup`` (a module whose
+    """``make test``'s first run relies on ``--dist loadgroup`` (a module whose
     tests share a fixture that builds two books runs on one worker). pytest 9.2
     silently breaks it (pytest-dev/pytest-xdist#1386): this fails on a pytest
     that does."""

@@ -1,24 +1,19 @@
 """What the tests share: the book's strict build, the browser they need, and a
 check that a block of HTML (a widget of ``qkv``) loads nothing from outside.
 
-``tests/conftest.py`` builds the book once per test run with :func:`build_book`
-(once for all the workers of the run: :func:`built_once`); the tests of the
-cache, the addresses, the translations and the same site build small books of
-their own the same way, written by :func:`write_small_book` (the fixture
-``small_book`` of ``tests/conftest.py``)."""
+``tests/conftest.py`` builds the book once per test session with
+:func:`build_book`; the tests of the cache, the addresses, the translations and
+the same site build small books of their own the same way, written by
+:func:`write_small_book` (the fixture ``small_book`` of ``tests/conftest.py``).
+"""
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import json
 import os
 import re
 import shutil
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
@@ -130,51 +125,6 @@ def build_book(
         translations,
         clean,
     )
-
-
-@contextlib.contextmanager
-def one_at_a_time(path: Path) -> Iterator[None]:
-    """Hold the lock file ``path`` (created if missing) while the block runs:
-    the test workers of one run that need the same thing (the whole book) make
-    it one after the other, the second finding what the first left. An
-    ``fcntl`` lock where there is one; elsewhere (Windows) the file itself,
-    created exclusively and removed after."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
-        while True:
-            try:
-                os.close(os.open(path, os.O_CREAT | os.O_EXCL))
-                break
-            except FileExistsError:
-                time.sleep(1)
-        try:
-            yield
-        finally:
-            os.remove(path)
-        return
-    with open(path, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-def built_once(kept: Path, build: Callable[[], BuildResult]) -> BuildResult:
-    """``build()``'s result, made by the first process of a run that asks for
-    it and kept in ``kept`` (JSON), read back by the others, which wait for it
-    (:func:`one_at_a_time`): the whole book built once for the workers of
-    ``make test``, where two builds of one ``_build`` at once would write over
-    each other."""
-    with one_at_a_time(kept.with_name(f"{kept.name}.lock")):
-        if kept.is_file():
-            fields = json.loads(kept.read_text(encoding="utf-8"))
-            return BuildResult(**{**fields, "html": Path(fields["html"])})
-        result = build()
-        fields = {**dataclasses.asdict(result), "html": str(result.html)}
-        kept.write_text(json.dumps(fields), encoding="utf-8")
-        return result
 
 
 def require_chromium() -> None:
