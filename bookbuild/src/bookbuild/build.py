@@ -327,13 +327,17 @@ def prefill_first(root: Path) -> int:
     it stops its kernels, says so in one line and exits with 130, which this
     returns (nothing more is printed, no build starts).
 
-    The builds ran beside the prefill until issue 36 (each reading a page once
-    its chapter was cached): measured on a cold build with the chapters in
-    the right order (:data:`bookbuild.execute.prefill.COLD_TIMES`), both
-    cores stay busy with kernels to the end, and the builds' reading, which
-    took the kernels' CPU, saved no time (see ``cold_times.json``'s
-    commit); one after the other is simpler: no ready markers, no order file,
-    no waiting inside Sphinx."""
+    The builds ran beside the prefill until issue 36, each reading a page once
+    its chapter was cached. Measured on a fresh clone's cold build (CPU
+    seconds, user and system, on a busy machine), with the chapters longest
+    first (:data:`bookbuild.execute.prefill.COLD_TIMES`): the kernels took 564
+    s, balanced on the two cores to within 2 s; the Sphinx builds beside them
+    28.5 s (English) and 36.0 s (French), after them, from the full cache,
+    26.2 s and 34.0 s. Beside, their whole CPU time is taken from kernels that
+    keep both cores busy to the end; after, it adds the longer of the two
+    (they run side by side): the same wall time within a few seconds, for a
+    waiting loop inside Sphinx, ready markers and an order file. So: after.
+    """
     previous = signal.signal(signal.SIGINT, lambda *_: None)  # the prefill's to handle
     try:
         sys.stdout.flush()
