@@ -199,7 +199,7 @@ def test_tables_and_sizes_in_french_and_english_unchanged():
     qkv.set_language("fr")
     # in French a number with a comma is French already (qkv.page.numbers.num
     # wrote it): "0,976" is a decimal; an English grouping comes through num
-    rows = [(4096, "0.25", 3, 0.5, "`(2, 6)`", "1.2e+05", "12.5%", "cat")]
+    rows = [(f"{num(4096):,}", "0.25", 3, 0.5, "`(2, 6)`", "1.2e+05", "12.5%", "cat")]
     french = glue.markdown_table(rows, header).data.splitlines()[-1]
     assert french == (
         f"| 4{NNBSP}096 | 0,25 | 3 | 0,5 | `(2, 6)` | 1,2e+05 | 12,5{NNBSP}% | cat |"
