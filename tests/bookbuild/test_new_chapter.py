@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from bookbuild.i18n import terminology
+from bookbuild.site import slides
 from bookbuild.toc import lessons
 from bookbuild.tools import chapter_code, new_chapter
 
@@ -41,6 +42,10 @@ def test_a_new_chapter_passes_every_chapter_test(copy):
     assert lessons(copy) == [*before, "book/sparse-attention"]
     text = (copy / "book" / "sparse-attention.md").read_text(encoding="utf-8")
     assert "(sparse-attention)=\n# Sparse attention\n" in text and "@@" not in text
+    items = slides.chosen_items(copy / "book" / "sparse-attention.md")
+    assert items == ["fig-sparse-attention-weights", "sparse-attention-ex1"]
+    for label in items:  # its deck's items are its own (test_slides' rule)
+        assert f":name: {label}\n" in text or f":label: {label}\n" in text
     done = subprocess.run(
         [
             sys.executable,
