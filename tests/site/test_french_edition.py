@@ -237,7 +237,7 @@ def test_french_notebooks_are_french_and_plain(built_book):
         notebook = nbformat.read(path, as_version=4)
         nbformat.validate(notebook)
         first = notebook.cells[0].source  # the install cell, its comment in French
-        assert "Installe ce dont ce notebook a besoin" in first, chapter
+        assert "Installe ce dont ce chapitre a besoin" in first, chapter
         markdown = "\n".join(
             c.source for c in notebook.cells if c.cell_type == "markdown"
         )
