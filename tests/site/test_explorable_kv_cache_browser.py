@@ -201,6 +201,6 @@ def test_french_labels_and_decimal_commas(calculator):
     for key in ("model", "tokens", "batch", "perToken", "total"):
         assert labels[key] in text, key
     per_token = shown(root)["model"][1]
-    assert per_token == "320,0 KiB"
+    assert per_token == "320,0 Kio"  # French binary units (issue 37)
     assert "4\u202f096" in root.locator("caption").text_content()
     assert not page.errors, page.errors
