@@ -10,7 +10,8 @@
 #       the JavaScript linter and every test that builds no book and starts no
 #       browser, in about a minute), make release (the release checks, which
 #       CI runs after make test: two clean builds compared, the notebooks in a
-#       fresh environment, the student edition, the PDFs: minutes),
+#       fresh environment, the student edition, the PDFs, the audits of
+#       every page in Chromium: minutes),
 #       make lint-js (the JavaScript linter),
 #       make serve (the built site on http://127.0.0.1:8000), make clean,
 #       make pdf (a PDF handout per chapter, without solutions, and each
@@ -219,7 +220,8 @@ test: $(INSTALLED) lint-js
 # brought up to date) once, then two clean builds compared (QKV_SAME_SITE=1:
 # the same-site check runs here, as in CI), every notebook as downloaded in a
 # fresh environment, the student edition (English and French) and its links,
-# the PDF handouts; in one process, sharing the build.
+# the PDF handouts, the audits of every page and deck in Chromium; in one
+# process, sharing the build.
 release: $(INSTALLED)
 	QKV_SAME_SITE=1 $(BIN)/python -m pytest -m release --durations=15
 

@@ -8,7 +8,10 @@ and starts no browser, selected by ``-m "not build and not browser and not slow"
 included), then ``-m "book and not release"``; ``make release`` (CI runs it after
 ``make test``) runs ``-m release``: the checks that build the whole book again or
 install an environment (two clean builds compared, the notebooks in a fresh
-environment, the student edition, the PDFs). A test that builds a book, the
+environment, the student edition, the PDFs), and the audits that load every page
+or every deck in Chromium (offline, accessibility, widths, projector, decks;
+AUDIT_FIXTURES or ``@pytest.mark.release``): make test keeps the browser checks
+of each widget and page kind, make release every page. A test that builds a book, the
 whole one or a small one, is marked ``build`` here, from the fixtures it uses
 (BUILD_FIXTURES), or by hand with ``@pytest.mark.build`` when it calls
 ``build_book`` itself; ``release`` implies ``book``, which implies ``build``."""
@@ -60,6 +63,9 @@ WHOLE_BOOK_FIXTURES = {"built_book", "student_site"}
 # Fixtures that build the whole book a second time (another edition): a test
 # using one of them is a release check, marked ``release`` (``make release``).
 RELEASE_FIXTURES = {"student_site"}
+# Fixtures that load every page of both languages in Chromium (the whole-site
+# audits, minutes each): a test using one of them is a release check too.
+AUDIT_FIXTURES = {"survey", "projected"}
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m reads the marks
@@ -67,14 +73,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark ``build`` every test that uses a fixture building a book; a test
     marked ``book`` (checks of the built book) builds it too, and so does a test
     that uses the whole book's fixtures, marked ``book`` here; a test that uses
-    the student edition is marked ``release``, and every ``release`` test
+    the student edition or a whole-site audit is marked ``release``, and every
+    ``release`` test
     ``book``. (A module whose
     tests share a fixture that builds small books names an xdist group: in
     ``make test``'s first run, ``--dist loadgroup``, they share one worker and
     the fixture builds once.)"""
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
-        if fixtures & RELEASE_FIXTURES:
+        if fixtures & (RELEASE_FIXTURES | AUDIT_FIXTURES):
             item.add_marker(pytest.mark.release)
         if fixtures & WHOLE_BOOK_FIXTURES or item.get_closest_marker("release"):
             item.add_marker(pytest.mark.book)

@@ -323,6 +323,7 @@ def widget_pages() -> list[str]:
     ]
 
 
+@pytest.mark.release  # a whole-site audit: every page with a widget, twice
 def test_widgets_fit_a_zoomed_laptop_screen(site, browser):
     """On a 1280x800 screen at 150% and 200% zoom, each widget fits in the screen
     under the page's header (what is longer scrolls inside it), and nothing,

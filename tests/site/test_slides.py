@@ -72,6 +72,7 @@ def open_deck(browser, url: str, base: str):
     return context, page, seen
 
 
+@pytest.mark.release  # a whole-site audit: every deck of both languages
 def test_every_deck_opens_offline_fits_the_screen_and_shows_its_pages_figures(
     site, browser
 ):
