@@ -121,3 +121,31 @@ def test_a_part_can_be_chosen():
     assert toc.replace("book/b\n", "book/b\n      - file: book/new\n") == (
         new_chapter.add_to_toc(toc, "new")
     )
+
+
+@pytest.mark.slow
+def test_the_wheel_of_bookbuild_holds_the_templates(tmp_path):
+    """A non-editable install of bookbuild can make a chapter: its wheel holds
+    the templates (package data) and the compiled catalogue, built from a copy
+    of the sources (the build leaves nothing in the repository)."""
+    import zipfile
+
+    shutil.copy(ROOT / "bookbuild" / "pyproject.toml", tmp_path / "pyproject.toml")
+    shutil.copytree(
+        ROOT / "bookbuild" / "src" / "bookbuild",
+        tmp_path / "src" / "bookbuild",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", ".", "--no-deps"]
+        + ["--no-build-isolation", "-q", "-w", str(tmp_path / "dist")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    (wheel,) = (tmp_path / "dist").glob("bookbuild-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for template in sorted(new_chapter.TEMPLATES.iterdir()):
+        assert f"bookbuild/tools/templates/{template.name}" in names, template.name
+    assert "bookbuild/locale/fr/LC_MESSAGES/bookbuild.mo" in names

@@ -608,10 +608,12 @@ class Training:
     first training cell, and whether it trains one seed by default.
 
     ``marker``: a text of the chapter's first training cell; ``per_seed``: the
-    glued key of the build's measured CPU seconds of one model (the longest);
-    ``models``: how many the cell trains in the book; ``seeds``: the text of
-    the cell that gives the book's seeds, replaced in the notebook by
-    :data:`ONE_SEED` (None: the seeds are the lesson, all trained)."""
+    glued key of the build's measured CPU seconds of one seed's training (the
+    longest), or, for a cell that trains no seeds (``models`` 1), of the
+    cell's whole training; ``models``: how many seeds the cell trains in the
+    book; ``seeds``: the text of the cell that gives the book's seeds,
+    replaced in the notebook by :data:`ONE_SEED` (None: the seeds are the
+    lesson, all trained)."""
 
     marker: str
     per_seed: str
@@ -627,26 +629,42 @@ TRAINING = {
     # The chapter compares its seeds (seed 3's heads, the step that changes
     # with the seed): all five train.
     "decoders": Training("induction.train(", "dec-cpu-max", 5),
+    # Its first training cell trains one model (seed 0); the seeds and the
+    # variants come later, each cell of them its own lesson.
+    "how-attention-learns": Training("toy.train(", "hal-cpu-seconds", 1),
+    # Two curves, with and without scaling, on seed 0.
+    "scaled-dot-product": Training("toy.train_lookup(", "sdp-lookup-cpu", 1),
+    # The five seeds of five encodings: the chapter gives each encoding's
+    # lowest and highest accuracy over the seeds, so all five train.
+    "positions": Training("extrapolation(", "pos-cpu-max", 5),
+    "cross-attention": Training("tr.train(", "xattn-cpu", 1),
+    "attention-on-images": Training("vision.train(", "aoi-cpu", 1),
 }
 #: What replaces a chapter's seeds in its notebook.
 ONE_SEED = "range(5 if ALL_SEEDS else 1)"
 #: The note before the first training cell of a notebook that trains one
-#: seed by default (translated; Markdown).
+#: seed by default (translated; Markdown). The times are the build's: a
+#: reader's machine may be faster or slower, so the note promises none.
 ONE_SEED_NOTE = N_(
     "**How long it trains.** The next cell trains one model, on seed 0: it "
-    "took {seconds} s of CPU time (on one thread) on the machine that built "
-    "the book, so count on about that much here. The book trains {models}, "
-    "seeds 0 to {last}, and its text and numbers are theirs: to train them "
-    "all here (about {total} s), set `ALL_SEEDS = True` in the second cell of "
-    "this notebook and run it again from there."
+    "took {seconds} s of CPU time (one thread) on the machine that built "
+    "the book. The book trains {models}, seeds 0 to {last}, and its text and "
+    "numbers are theirs (up to {total} s in all on that machine): to train "
+    "them all here, set `ALL_SEEDS = True` in the second cell of this "
+    "notebook and run it again from there."
 )
 #: The note before the first training cell of a notebook that trains all
 #: its seeds (translated; Markdown).
 ALL_SEEDS_NOTE = N_(
-    "**How long it trains.** The next cell trains {models} models, one per "
-    "seed, which the chapter compares: each took up to {seconds} s of CPU "
-    "time (on one thread) on the machine that built the book, so count on "
-    "about {total} s here."
+    "**How long it trains.** The next cell trains on {models} seeds, which "
+    "the chapter compares: each seed took up to {seconds} s of CPU time (one "
+    "thread) on the machine that built the book, up to {total} s in all."
+)
+#: The note before the first training cell of a notebook whose first
+#: training cell trains no seeds but seed 0 (translated; Markdown).
+CELL_NOTE = N_(
+    "**How long it trains.** The training in the next cell took {seconds} s "
+    "of CPU time (one thread) on the machine that built the book."
 )
 #: The comment of the flag's cell, at the top of a notebook that trains one
 #: seed by default.
@@ -697,7 +715,10 @@ def with_training_notes(
     seconds = _seconds(values, training.per_seed)
     if seconds is not None:
         one = math.ceil(seconds)
-        note = ONE_SEED_NOTE if training.seeds is not None else ALL_SEEDS_NOTE
+        if training.seeds is not None:
+            note = ONE_SEED_NOTE
+        else:
+            note = ALL_SEEDS_NOTE if training.models > 1 else CELL_NOTE
         text = _(note).format(
             seconds=localise_number(str(one), language),
             models=training.models,
