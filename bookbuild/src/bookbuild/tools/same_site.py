@@ -52,6 +52,7 @@ TIMED_PAGES = {
     "book/writing": "reports how long the five writers took to train",
     "book/cross-attention": "reports how long the translators took to train",
     "book/positions": "reports how long the five position models took to train",
+    "book/scaled-dot-product": "its notebook says how long the lookup task trained",
     "book/faq": "pastes the slopes that the cost chapter measured",
     "book/build-info": "gives when each chapter was executed and how long it took",
 }
