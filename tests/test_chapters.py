@@ -352,3 +352,18 @@ def test_paths_named_in_prose_exist(page):
         if not (ROOT / path.rstrip("/")).exists()
     ]
     assert not missing, f"book/{page}.md names paths that do not exist: {missing}"
+
+
+def test_test_files_named_in_the_packages_exist():
+    """A test file a docstring or comment of ``qkv`` or ``bookbuild`` names,
+    in double backticks, exists (``tests/test_attention.py`` had moved to
+    ``tests/qkv/test_attention.py``)."""
+    named = re.compile(r"``(tests/[A-Za-z0-9_./-]+\.py)``")
+    missing = [
+        f"{path.relative_to(ROOT)}: {found}"
+        for folder in ("src/qkv", "bookbuild/src/bookbuild")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        for found in named.findall(path.read_text(encoding="utf-8"))
+        if not (ROOT / found).is_file()
+    ]
+    assert not missing, f"test files named that do not exist: {missing}"

@@ -1531,7 +1531,7 @@ def check_multi_head_attention(
     Used in the exercises of the chapters *multi-head* (with ``masks=False``)
     and *masking*. The reference is :class:`qkv.attention.MultiHeadAttention`,
     which equals ``torch.nn.MultiheadAttention`` with the same weights
-    (``tests/test_attention.py``).
+    (``tests/qkv/test_attention.py``).
 
     The checker builds ``cls(embed_dim, num_heads)`` for two sizes. To give the
     student's module and the reference the same weights, it needs the four

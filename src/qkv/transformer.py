@@ -23,15 +23,23 @@ here too: :class:`RMSNorm` (Zhang and Sennrich 2019) and :class:`SwiGLU`
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor, nn
 
 from qkv.attention import MultiHeadAttention
-from qkv.validate import check_bool, check_floating, check_int, check_positive
+from qkv.validate import (
+    check_bool,
+    check_floating,
+    check_int,
+    check_positive,
+    message,
+)
 
 __all__ = [
     "FeedForward",
+    "PreNormStack",
     "RMSNorm",
     "SwiGLU",
     "TransformerBlock",
@@ -251,3 +259,80 @@ class TransformerBlock(nn.Module):
         block.norm1.load_state_dict(layer.norm1.state_dict())
         block.norm2.load_state_dict(layer.norm2.state_dict())
         return block
+
+
+class PreNormStack(nn.Module):
+    """Pre-norm blocks, then one final norm on the output of the last.
+
+    Explained in the chapter *transformer-block* (pre-norm, post-norm): the
+    output of a pre-norm block is a plain sum, never normalised, so a pre-norm
+    stack ends with one more norm, applied once (GPT-2's ``ln_f``, LLaMA's last
+    RMSNorm). Equal to ``torch.nn.TransformerEncoder(layer, N, norm=final_norm)``
+    with ``norm_first=True`` layers once their weights are copied into
+    :class:`TransformerBlock` with :meth:`TransformerBlock.from_torch`.
+
+    Args:
+        blocks: the N blocks, each (..., T, D) -> (..., T, D), such as
+            ``TransformerBlock(D, H, F, pre_norm=True)``.
+        final_norm: a norm (..., T, D) -> (..., T, D), such as
+            ``nn.LayerNorm(D)`` or ``RMSNorm(D)``.
+
+    Shapes: x (..., T, D) -> (..., T, D).
+    """
+
+    def __init__(self, blocks: Sequence[nn.Module], final_norm: nn.Module) -> None:
+        super().__init__()
+        _check_modules(blocks, final_norm)
+        self.blocks = nn.ModuleList(blocks)
+        self.final_norm = final_norm
+
+    def forward(self, x: Tensor) -> Tensor:
+        """x: (..., T, D) -> (..., T, D)."""
+        check_floating("x", x, min_rank=2)
+        embed_dim = _normalised_size(self.final_norm)  # D, if the norm tells it
+        if embed_dim is not None:
+            _check_features(x, embed_dim)
+        for block in self.blocks:
+            x = block(x)  # a plain sum on the path: no norm
+        return self.final_norm(x)  # GPT-2's ln_f, LLaMA's last RMSNorm
+
+
+def _check_modules(blocks: object, final_norm: object) -> None:
+    """Raise ``ValueError`` unless ``blocks`` is a non-empty list or tuple of
+    modules and ``final_norm`` a module."""
+    if (
+        not isinstance(blocks, (list, tuple, nn.ModuleList))
+        or len(blocks) == 0
+        or not all(isinstance(block, nn.Module) for block in blocks)
+    ):
+        got = (
+            [type(block).__name__ for block in blocks]
+            if isinstance(blocks, (list, tuple))
+            else type(blocks).__name__
+        )
+        raise ValueError(
+            message(
+                "{name} must be a non-empty list of torch.nn.Module, got {got}",
+                name="blocks",
+                got=got,
+            )
+        )
+    if not isinstance(final_norm, nn.Module):
+        raise ValueError(
+            message(
+                "{name} must be a torch.nn.Module, got {type}",
+                name="final_norm",
+                type=type(final_norm).__name__,
+            )
+        )
+
+
+def _normalised_size(norm: nn.Module) -> int | None:
+    """D for a norm over the last dim of size D (:class:`RMSNorm`,
+    ``nn.LayerNorm(D)``, ``nn.RMSNorm(D)``), else None."""
+    if isinstance(norm, RMSNorm):
+        return norm.embed_dim
+    shape = getattr(norm, "normalized_shape", None)
+    if isinstance(shape, tuple) and len(shape) == 1:
+        return int(shape[0])
+    return None

@@ -17,6 +17,7 @@ from torch import nn  # noqa: E402
 from qkv.page import diagrams  # noqa: E402
 from qkv.transformer import (  # noqa: E402
     FeedForward,
+    PreNormStack,
     RMSNorm,
     SwiGLU,
     TransformerBlock,
@@ -161,6 +162,63 @@ def test_swiglu_rejects_bad_input():
         SwiGLU(True, 4)
     with pytest.raises(ValueError, match=r"embed_dim=8, got x \(3, 7\)"):
         SwiGLU(8, 16)(torch.randn(3, 7))
+
+
+def test_pre_norm_stack_equals_torch_encoder_with_final_norm():
+    torch.manual_seed(5)
+    layer = nn.TransformerEncoderLayer(
+        16, 2, 32, dropout=0.0, batch_first=True, norm_first=True
+    )
+    reference = nn.TransformerEncoder(
+        layer, num_layers=3, norm=nn.LayerNorm(16), enable_nested_tensor=False
+    ).eval()
+    with torch.no_grad():  # blocks that differ, a final norm that is not 1 and 0
+        for weight in reference.parameters():
+            weight.add_(0.1 * torch.randn_like(weight))
+    final_norm = nn.LayerNorm(16)
+    final_norm.load_state_dict(reference.norm.state_dict())
+    blocks = [TransformerBlock.from_torch(block) for block in reference.layers]
+    stack = PreNormStack(blocks, final_norm).eval()
+    assert len(stack.blocks) == 3 and all(block.pre_norm for block in stack.blocks)
+    for shape in [(2, 7, 16), (7, 16), (2, 3, 5, 16)]:  # (..., T, D) -> (..., T, D)
+        x = torch.randn(shape)
+        with torch.no_grad():
+            got = stack(x)
+            assert got.shape == shape
+            if len(shape) == 3:
+                expected = reference(x)
+                torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+    # the final norm is applied once: its output has mean 0 and unit variance
+    with torch.no_grad():
+        out = PreNormStack(blocks, nn.LayerNorm(16))(torch.randn(4, 6, 16))
+    torch.testing.assert_close(out.mean(-1), torch.zeros(4, 6), atol=1e-5, rtol=0)
+    # a tuple of blocks, and RMSNorm as the final norm (LLaMA)
+    assert PreNormStack(tuple(blocks), RMSNorm(16))(torch.randn(5, 16)).shape == (5, 16)
+
+
+def test_pre_norm_stack_rejects_bad_input():
+    block = TransformerBlock(8, 2, 16, pre_norm=True)
+    with pytest.raises(ValueError, match=r"blocks must be a non-empty list.*got \[\]"):
+        PreNormStack([], nn.LayerNorm(8))
+    with pytest.raises(ValueError, match=r"blocks .*got \['TransformerBlock', 'int'\]"):
+        PreNormStack([block, 3], nn.LayerNorm(8))
+    with pytest.raises(ValueError, match="blocks .*got TransformerBlock"):
+        PreNormStack(block, nn.LayerNorm(8))  # one block, not a list of them
+    with pytest.raises(
+        ValueError, match="final_norm must be a torch.nn.Module, got str"
+    ):
+        PreNormStack([block], "layer norm")
+    stack = PreNormStack([block], nn.LayerNorm(8))
+    with pytest.raises(
+        ValueError, match=r"x must have at least 2 dimensions, got shape \(8,\)"
+    ):
+        stack(torch.randn(8))
+    with pytest.raises(ValueError, match="x must be a floating tensor"):
+        stack(torch.ones(2, 3, 8, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"embed_dim=8, got x \(2, 3, 7\)"):
+        stack(torch.randn(2, 3, 7))
+    with pytest.raises(ValueError, match=r"embed_dim=8, got x \(3, 7\)"):
+        PreNormStack([block], RMSNorm(8))(torch.randn(3, 7))
 
 
 def test_sinusoidal_positions_values():
