@@ -214,6 +214,8 @@ class TransformerBlock(nn.Module):
         self, x: Tensor, attn_mask: Tensor | None = None, is_causal: bool = False
     ) -> Tensor:
         """x: (..., T, D) -> (..., T, D)."""
+        check_floating("x", x, min_rank=2)
+        _check_features(x, self.norm1.normalized_shape[0])  # before a norm sees it
 
         def attend(h: Tensor) -> Tensor:  # multi-head self-attention, (..., T, D)
             context, _ = self.attention(

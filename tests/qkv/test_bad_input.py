@@ -22,6 +22,18 @@ MODEL = translate.Translator()  # untrained: only its checks are exercised
 
 # (the call, a pattern its message must match: the argument, and what was seen)
 BAD_CALLS = {
+    "a block given vectors of the wrong size": (
+        lambda: qkv.transformer.TransformerBlock(16, 2, 32, pre_norm=True)(
+            torch.zeros(2, 5, 8)
+        ),
+        r"last dim of x must be embed_dim=16.*\(2, 5, 8\)",
+    ),
+    "a block given integer vectors": (
+        lambda: qkv.transformer.TransformerBlock(16, 2, 32)(
+            torch.zeros(2, 5, 16, dtype=torch.long)
+        ),
+        r"x must be a floating tensor.*int64",
+    ),
     "uint8 images": (
         lambda: vision.VisionTransformer()(torch.zeros(2, 1, 8, 8, dtype=torch.uint8)),
         r"images must be a floating tensor.*uint8.*\(2, 1, 8, 8\)",
