@@ -16,13 +16,12 @@ and the argument errors. Code identifiers never change.
   falls back to English silently. :func:`N_` marks a message where it is
   written (a table of labels) for the extraction, to be translated where it
   is shown.
-* :func:`format_number` and :func:`localise`: numbers the language's way. In
-  French: a decimal comma, thousands grouped by a narrow no-break space
-  (U+202F), a narrow no-break space before ``%``, the exponent of scientific
-  notation kept (``1,5e-06``). The minus sign stays as Python writes it
-  (``-``): matplotlib draws its own minus (U+2212) on axes, and the French
-  build of the book keeps the sign of the numbers it localises.
-  In English, numbers are unchanged.
+* :func:`format_number` and :func:`localise`: numbers the language's way, by
+  the book's one rule, :func:`qkv.page.numbers.number` (English ``4,096``,
+  ``0.25``, ``3.4 × 10⁻⁹``; French ``4 096``, ``0,25``, ``3,4 × 10⁻⁹``,
+  ``97,6 %``, with narrow no-break spaces, U+202F). It lives in
+  :mod:`qkv.page.numbers`, outside the code that keys trained results, and is
+  imported when a number is written.
 """
 
 from __future__ import annotations
@@ -30,7 +29,6 @@ from __future__ import annotations
 import functools
 import gettext as _gettext
 import os
-import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -207,33 +205,15 @@ def N_(message: str) -> str:
     return message
 
 
-#: A number as Python writes one: a sign, digits (grouped by commas or not), a
-#: decimal part, an exponent, a percent sign (the pattern the book's French
-#: build uses for glued numbers).
-_NUMBER = re.compile(
-    r"(?P<sign>[-+]?)(?P<whole>\d{1,3}(?:,\d{3})+|\d+)(?:\.(?P<decimals>\d+))?"
-    r"(?P<exponent>[eE][-+]?\d+)?(?P<percent>%?)"
-)
-
-
-def _french(match: re.Match) -> str:
-    number = match["sign"] + match["whole"].replace(",", NNBSP)
-    if match["decimals"] is not None:
-        number += "," + match["decimals"]
-    number += match["exponent"] or ""
-    if match["percent"]:
-        number += NNBSP + "%"
-    return number
-
-
 def localise(written: str) -> str:
     """``written``, if it is entirely a number as Python writes it, in the
-    current language (French: ``"4,096"`` -> ``"4\u202f096"``, ``"0.25"`` ->
-    ``"0,25"``); any other text unchanged."""
-    if get_language() != "fr":
-        return written
-    match = _NUMBER.fullmatch(written)
-    return written if match is None else _french(match)
+    current language by the book's one rule
+    (:func:`qkv.page.numbers.localise`: French ``"4096"`` -> ``"4\u202f096"``,
+    ``"0.25"`` -> ``"0,25"``; English ``"1.2e+05"`` -> ``"1.2 × 10⁵"``); any
+    other text unchanged."""
+    from qkv.page.numbers import localise as rule
+
+    return rule(written)
 
 
 class LocalNumber(str):
@@ -250,17 +230,16 @@ class LocalNumber(str):
 
 
 def format_number(value: float, spec: str = "") -> LocalNumber:
-    """``format(value, spec)`` written the current language's way: unchanged
-    in English; ``format_number(4096, ",")`` is ``"4\u202f096"`` and
-    ``format_number(0.25, ".2f")`` is ``"0,25"`` in French.
+    """``format(value, spec)`` written the current language's way by the
+    book's one rule (:func:`qkv.page.numbers.number`): ``format_number(4096)``
+    is ``"4,096"`` in English and ``"4\u202f096"`` in French,
+    ``format_number(0.25, ".2f")`` ``"0,25"`` in French; its :attr:`english`
+    is the English writing, which :func:`qkv.page.glue.glue` pastes.
 
     Raises:
-        ValueError: if ``spec`` is not a format spec for ``value``.
+        ValueError: if ``value`` is not one real number or ``spec`` not a
+            format spec for it.
     """
-    try:
-        english = format(value, spec)
-    except (TypeError, ValueError) as error:
-        raise ValueError(
-            f"spec must be a format spec for value {value!r}, got {spec!r}: {error}"
-        ) from None
-    return LocalNumber(localise(english), english)
+    from qkv.page.numbers import number
+
+    return LocalNumber(number(value, spec), number(value, spec, language="en"))

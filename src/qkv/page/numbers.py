@@ -28,7 +28,12 @@ The rules, one per language, the same for prose, tables, outputs and widgets:
 * Not a number: ``NaN``; infinities ``∞`` and ``-∞``.
 
 :func:`number` is the function; :func:`num` wraps a value so that an f-string's
-spec goes through it. :func:`byte_units` gives the binary units of a language
+spec goes through it; :func:`localise` writes again a number that Python
+already wrote (``"1.2e+05"``, ``"4096"``, ``"97.6%"``) by the same rule: it is
+what :mod:`qkv.language` (:func:`~qkv.language.format_number`, tables of
+:mod:`qkv.page.glue`) and the book's build (``bookbuild.i18n.numbers``: glued
+values in prose and tables, in both editions) call. One rule, one
+implementation. :func:`byte_units` gives the binary units of a language
 (English ``KiB``, French ``Kio``), used by :func:`qkv.page.glue.human_bytes`.
 """
 
@@ -40,7 +45,15 @@ import re
 
 from qkv.language import get_language
 
-__all__ = ["Num", "byte_units", "decimal_sign", "num", "number"]
+__all__ = [
+    "ENGLISH_NUMBER",
+    "Num",
+    "byte_units",
+    "decimal_sign",
+    "localise",
+    "num",
+    "number",
+]
 
 #: A narrow no-break space: French thousands, before ``%``, around ``×``.
 NNBSP = "\u202f"
@@ -55,6 +68,16 @@ BYTE_UNITS = {
 }
 
 _SUPERSCRIPTS = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+_DIGITS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
+
+#: A number written the English way, entirely: as Python writes one (a sign,
+#: digits grouped by commas or not, decimals, an ``e`` exponent, a percent
+#: sign) or as :func:`number` writes one in English (``3.4 × 10⁻⁹``).
+ENGLISH_NUMBER = re.compile(
+    r"(?P<sign>[-+]?)(?P<whole>\d{1,3}(?:,\d{3})+|\d+)(?:\.(?P<decimals>\d+))?"
+    r"(?:[eE](?P<exponent>[-+]?\d+)|[ \u202f]?×[ \u202f]?10(?P<power>⁻?[⁰¹²³⁴⁵⁶⁷⁸⁹]+))?"
+    r"(?P<percent>%?)"
+)
 
 #: Python's format spec: [[fill]align][sign][z][#][0][width][grouping][.precision][type]
 _SPEC = re.compile(
@@ -163,6 +186,38 @@ def _written(english: str, language: str) -> str:
     if match["percent"]:
         text += before_percent + "%"
     return text
+
+
+def localise(written: str, language: str | None = None) -> str:
+    """``written``, if it is entirely a number written the English way
+    (:data:`ENGLISH_NUMBER`: ``"4096"``, ``"4,096"``, ``"0.25"``,
+    ``"1.2e+05"``, ``"97.6%"``), written again by the rule of ``language``
+    (by default the current one): ``"4,096"``, ``"1.2 × 10⁵"`` in English,
+    ``"4 096"``, ``"0,25"``, ``"97,6 %"`` in French; any other text (a word,
+    a version ``2.13.0``, a shape ``(2, 6)``) unchanged.
+
+    >>> localise("1.2e+05")
+    '1.2\u202f×\u202f10⁵'
+    >>> localise("0.25", "fr")
+    '0,25'
+
+    Raises:
+        ValueError: if ``language`` is not one of the book's.
+    """
+    language = _language(language)
+    match = ENGLISH_NUMBER.fullmatch(written)
+    if match is None:
+        return written
+    whole = match["whole"].replace(",", "")
+    grouped = f"{int(whole):,}" if whole == whole.lstrip("0") or whole == "0" else whole
+    english = match["sign"] + grouped
+    if match["decimals"] is not None:
+        english += "." + match["decimals"]
+    if match["exponent"] is not None:
+        english += f"e{int(match['exponent']):+03d}"
+    elif match["power"] is not None:
+        english += f"e{int(match['power'].translate(_DIGITS)):+03d}"
+    return _written(english + match["percent"], language)
 
 
 class Num:
