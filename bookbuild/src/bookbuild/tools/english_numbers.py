@@ -39,7 +39,6 @@ pages are left out as there.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
@@ -47,7 +46,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bookbuild.tools.english_words import ranked_pages, read_site, site_folder
+from bookbuild.tools.english_words import (
+    built_folder,
+    pages_of,
+    ranked_pages,
+    read_site,
+    site_arguments,
+)
+
+__all__ = ["KINDS", "PROSE_KINDS", "count_site", "count_text", "main", "pages_of"]
 
 KINDS = ("decimal points", "thousands", "e-notation", "units")
 #: What is counted in the prose and tables of a page, on either site.
@@ -186,22 +193,15 @@ def count_site(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m bookbuild.tools.english_numbers",
-        description="Numbers written against the book's number rule: the English "
-        "way on the French site, e-notation and ungrouped thousands on both.",
+    parser = site_arguments(
+        "english_numbers",
+        "Numbers written against the book's number rule: the English way on the "
+        "French site, e-notation and ungrouped thousands on both.",
     )
-    parser.add_argument("site", nargs="?", default="_build/html", type=Path)
-    parser.add_argument("--root", type=Path, default=Path.cwd(), help="the book")
-    parser.add_argument(
-        "--language", default="fr", help="the site's folder; 'en' for the English one"
-    )
-    parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--all", action="store_true", help="list every hit")
     args = parser.parse_args(argv)
-    folder = site_folder(args.site, args.language)
-    if not folder.is_dir():
-        print(f"english-numbers: no site in {folder}: `make book`")
+    folder = built_folder("english_numbers", args.site, args.language)
+    if folder is None:
         return 2
     report = count_site(args.site, args.root, args.language)
     if args.json:

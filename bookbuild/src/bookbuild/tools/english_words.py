@@ -512,6 +512,32 @@ def read_site(
         yield SitePage(name, path, pieces, images)
 
 
+def site_arguments(tool: str, description: str) -> argparse.ArgumentParser:
+    """The command line of a counter of a built site (``python -m
+    bookbuild.tools.<tool>``): the site, ``--root``, ``--language`` (``fr``;
+    ``''`` or ``en`` for the English site) and ``--json``."""
+    parser = argparse.ArgumentParser(
+        prog=f"python -m bookbuild.tools.{tool}", description=description
+    )
+    parser.add_argument("site", nargs="?", default="_build/html", type=Path)
+    parser.add_argument("--root", type=Path, default=Path.cwd(), help="the book")
+    parser.add_argument(
+        "--language", default="fr", help="the site's folder; '' or 'en' for English"
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    return parser
+
+
+def built_folder(tool: str, site: Path, language: str) -> Path | None:
+    """The folder of the ``language`` edition of ``site``, or ``None`` after
+    saying that it is not built."""
+    folder = site_folder(site, language)
+    if folder.is_dir():
+        return folder
+    print(f"{tool.replace('_', '-')}: no site in {folder}: `make book`")
+    return None
+
+
 def ranked_pages(
     per_page: dict[str, dict[str, int]], n: int | None = None
 ) -> list[tuple[str, int, str]]:
@@ -553,25 +579,18 @@ def count_site(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m bookbuild.tools.english_words",
-        description="The English words left on the French site: page text, "
-        "tables, outputs and figures.",
+    parser = site_arguments(
+        "english_words",
+        "The English words left on the French site: page text, tables, outputs "
+        "and figures.",
     )
-    parser.add_argument("site", nargs="?", default="_build/html", type=Path)
-    parser.add_argument("--root", type=Path, default=Path.cwd(), help="the book")
-    parser.add_argument(
-        "--language", default="fr", help="the site's folder; '' for the English one"
-    )
-    parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--top", type=int, default=30, help="how many words to list")
     parser.add_argument(
         "--page", action="append", default=[], help="every hit of this page (book/x)"
     )
     args = parser.parse_args(argv)
-    folder = site_folder(args.site, args.language)
-    if not folder.is_dir():
-        print(f"english-words: no site in {folder}: `make book`")
+    folder = built_folder("english_words", args.site, args.language)
+    if folder is None:
         return 2
     report = count_site(args.site, args.root, args.language)
     if args.json:
@@ -584,7 +603,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     total = sum(report.counts.values())
     print(
-        f"english-words: {total} English words on {args.site / args.language} "
+        f"english-words: {total} English words on {folder} "
         f"({len(report.pages)} pages, {report.figures} figures): "
         + ", ".join(f"{place} {report.counts[place]}" for place in PLACES)
     )
