@@ -7,7 +7,7 @@ back into a translated glued phrase (:mod:`bookbuild.i18n.glue`), whose quoted
 words also keep English quotes.
 
 Answer: each glued value that is entirely a number is written again by the
-book's one rule, :func:`qkv.page.numbers.localise` (the rule of what chapters
+book's one rule, :func:`qkv.language.localise` (the rule of what chapters
 print with :func:`qkv.page.numbers.num`), on the pages of both languages:
 thousands grouped from four digits (``4,096``; French ``4 096`` with a narrow
 no-break space, U+202F), powers of ten written as such (``1.2 × 10⁵``, never
@@ -41,10 +41,8 @@ from sphinx.application import Sphinx
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
 from bookbuild.i18n.messages import NBSP, base_language
-from qkv.page.numbers import ENGLISH_NUMBER
-from qkv.page.numbers import localise as _localise
 
-__all__ = ["ENGLISH_NUMBER", "localise_math", "localise_number", "localise_value"]
+__all__ = ["localise_math", "localise_number", "localise_value"]
 
 #: The languages whose numbers the one rule writes.
 RULED = ("en", "fr")
@@ -62,15 +60,19 @@ def has_own_numbers(language: str | None) -> bool:
 
 def localise_number(text: str, language: str | None) -> str:
     """``text``, if it is entirely a number, written by the book's one rule
-    (:func:`qkv.page.numbers.localise`) for ``language``: ``"3,168"`` ->
+    (:func:`qkv.language.localise`) for ``language``: ``"3,168"`` ->
     ``"3\u202f168"``, ``"0.174"`` -> ``"0,174"``, ``"1.0e-06"`` ->
     ``"1,0 × 10⁻⁶"``, ``"12.5%"`` -> ``"12,5\u202f%"`` in French; ``"4096"`` ->
     ``"4,096"``, ``"1.0e-06"`` -> ``"1.0 × 10⁻⁶"`` in English; any other text,
     or a language without a rule, unchanged."""
-    base = base_language(language) or "en"
+    base = base_language(language)
     if base not in RULED:
         return text
-    return _localise(text, base)
+    # imported here: the build checks its environment (torch, under qkv)
+    # before anything imports qkv
+    from qkv.language import localise
+
+    return localise(text, base)
 
 
 def localise_value(value: str, language: str | None) -> str:
