@@ -44,7 +44,6 @@ __all__ = [
     "LANGUAGES",
     "N_",
     "STYLES",
-    "LocalNumber",
     "format_number",
     "get_language",
     "gettext",
