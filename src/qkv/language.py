@@ -16,35 +16,45 @@ and the argument errors. Code identifiers never change.
   falls back to English silently. :func:`N_` marks a message where it is
   written (a table of labels) for the extraction, to be translated where it
   is shown.
-* :func:`format_number` and :func:`localise`: numbers the language's way. In
-  French: a decimal comma, thousands grouped by a narrow no-break space
-  (U+202F), a narrow no-break space before ``%``, the exponent of scientific
-  notation kept (``1,5e-06``). The minus sign stays as Python writes it
-  (``-``): matplotlib draws its own minus (U+2212) on axes, and the French
-  build of the book keeps the sign of the numbers it localises.
-  In English, numbers are unchanged.
+* The book's one number rule, one implementation: :func:`number` (a value
+  and a format spec), :func:`localise` (a number Python already wrote:
+  ``"1.2e+05"``, ``"4096"``) and :func:`format_number` (a :class:`LocalNumber`
+  that remembers its English writing, which glue pastes). English ``4,096``,
+  ``0.25``, ``97.6%``, ``3.4 × 10⁻⁹``; French ``4 096``, ``0,25``,
+  ``97,6 %``, ``3,4 × 10⁻⁹`` (narrow no-break spaces, U+202F). The rules are
+  listed in :mod:`qkv.page.numbers`, which chapters print with (``num``); the
+  rule lives here, in the core, because the core writes numbers too (the
+  checkers' messages) and never imports :mod:`qkv.page`; the book's build
+  (``bookbuild.i18n.numbers``) calls it for glued values on both sites.
 """
 
 from __future__ import annotations
 
 import functools
 import gettext as _gettext
+import math
+import numbers
 import os
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 __all__ = [
+    "ENGLISH_NUMBER",
     "LANGUAGES",
     "N_",
+    "STYLES",
     "format_number",
     "get_language",
     "gettext",
     "language_from_environment",
     "load_catalogue",
     "localise",
+    "number",
+    "number_language",
     "on_change",
     "pgettext",
+    "real_number",
     "set_language",
     "translated",
 ]
@@ -207,33 +217,162 @@ def N_(message: str) -> str:
     return message
 
 
-#: A number as Python writes one: a sign, digits (grouped by commas or not), a
-#: decimal part, an exponent, a percent sign (the pattern the book's French
-#: build uses for glued numbers).
-_NUMBER = re.compile(
+#: Per language: (thousands separator, decimal sign, before ``%``).
+STYLES = {"en": (",", ".", ""), "fr": (NNBSP, ",", NNBSP)}
+
+_SUPERSCRIPTS = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+_DIGITS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
+
+#: A number written the English way, entirely: as Python writes one (a sign,
+#: digits grouped by commas or not, decimals, an ``e`` exponent, a percent
+#: sign) or as :func:`number` writes one in English (``3.4 × 10⁻⁹``).
+ENGLISH_NUMBER = re.compile(
     r"(?P<sign>[-+]?)(?P<whole>\d{1,3}(?:,\d{3})+|\d+)(?:\.(?P<decimals>\d+))?"
-    r"(?P<exponent>[eE][-+]?\d+)?(?P<percent>%?)"
+    r"(?:[eE](?P<exponent>[-+]?\d+)|[ \u202f]?×[ \u202f]?10(?P<power>⁻?[⁰¹²³⁴⁵⁶⁷⁸⁹]+))?"
+    r"(?P<percent>%?)"
+)
+
+#: Python's format spec: [[fill]align][sign][z][#][0][width][grouping][.precision][type]
+_SPEC = re.compile(
+    r"(?:(?P<fill>.)?(?P<align>[<>=^]))?(?P<sign>[-+ ])?(?P<z>z)?(?P<alt>#)?"
+    r"(?P<zero>0)?(?P<width>\d+)?(?P<grouping>[,_])?(?:\.(?P<precision>\d+))?"
+    r"(?P<type>[bcdeEfFgGnosxX%])?",
+    re.S,
+)
+#: A number as Python writes one with the inner spec.
+_WRITTEN = re.compile(
+    r"(?P<sign>[-+ ]?)(?P<whole>[\d,]+)(?:\.(?P<decimals>\d*))?"
+    r"(?:[eE](?P<exponent>[-+]\d+))?(?P<percent>%?)"
 )
 
 
-def _french(match: re.Match) -> str:
-    number = match["sign"] + match["whole"].replace(",", NNBSP)
+def number_language(language: str | None) -> str:
+    """``language``, by default the current one, checked: one of :data:`STYLES`."""
+    language = language or get_language()
+    if language not in STYLES:
+        raise ValueError(f"language must be one of {tuple(STYLES)}, got {language!r}")
+    return language
+
+
+def real_number(value: object) -> int | float:
+    """``value`` as a Python int or float: a number, a NumPy scalar or a
+    one-number tensor (``.item()``)."""
+    item = getattr(value, "item", None)
+    if not isinstance(value, numbers.Real) and callable(item):
+        numel = getattr(value, "numel", None) or getattr(value, "size", None)
+        count = numel() if callable(numel) else numel
+        if count != 1:
+            shape = tuple(getattr(value, "shape", ()))
+            raise ValueError(f"value must be one number, got a tensor of shape {shape}")
+        value = item()
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"value must be a real number, got {value!r}")
+    return int(value) if isinstance(value, numbers.Integral) else float(value)
+
+
+def number(value: object, spec: str = "", *, language: str | None = None) -> str:
+    """``format(value, spec)`` written the way ``language`` (by default the
+    current language of :mod:`qkv`) writes numbers: the rules are listed in
+    :mod:`qkv.page.numbers`, whose ``num`` chapters print with.
+
+    >>> number(79972, language="fr") == "79\u202f972"
+    True
+    >>> number(3.4e-9, ".1e")
+    '3.4\u202f×\u202f10⁻⁹'
+
+    Raises:
+        ValueError: if ``value`` is not one real number, ``spec`` not a
+            format spec for it, or ``language`` not one of the book's.
+    """
+    language = number_language(language)
+    value = real_number(value)
+    parts = _SPEC.fullmatch(spec)
+    if parts is None:
+        raise ValueError(f"spec must be a format spec for numbers, got {spec!r}")
+    kind = parts["type"] or ""
+    if kind in {"b", "c", "o", "s", "x", "X"}:
+        raise ValueError(f"spec must format a decimal number, got {spec!r}")
+    if kind == "n":
+        kind = "g"
+    if isinstance(value, float) and not math.isfinite(value):
+        written = "NaN" if math.isnan(value) else ("∞" if value > 0 else "-∞")
+        if value > 0 and parts["sign"] == "+":
+            written = "+" + written
+    else:
+        grouping = "" if kind in {"e", "E"} else ","
+        inner = (
+            f"{parts['sign'] or ''}{parts['alt'] or ''}{grouping}"
+            f"{'.' + parts['precision'] if parts['precision'] is not None else ''}"
+            f"{kind}"
+        )
+        try:
+            english = format(value, inner)
+        except (TypeError, ValueError) as error:
+            raise ValueError(
+                f"spec must be a format spec for value {value!r}, got {spec!r}: {error}"
+            ) from None
+        written = _written(english, language)
+    width = int(parts["width"] or 0)
+    if width:
+        fill = parts["fill"] or ("0" if parts["zero"] and not parts["align"] else " ")
+        align = parts["align"] or ">"
+        if align == "=":
+            align = ">"
+        written = f"{written:{fill}{align}{width}}"
+    return written
+
+
+def _written(english: str, language: str) -> str:
+    """A number as Python wrote it (grouped with commas), in ``language``."""
+    match = _WRITTEN.fullmatch(english)
+    if match is None:  # pragma: no cover (every decimal spec writes one)
+        return english
+    thousands, decimal, before_percent = STYLES[language]
+    sign = match["sign"]
+    digits = (match["whole"] or "") + (match["decimals"] or "")
+    if sign == "-" and not digits.strip("0,"):
+        sign = ""  # rounded to zero: no "-0.00"
+    text = sign + match["whole"].replace(",", thousands)
     if match["decimals"] is not None:
-        number += "," + match["decimals"]
-    number += match["exponent"] or ""
+        text += decimal + match["decimals"]
+    if match["exponent"] is not None:
+        power = str(int(match["exponent"])).translate(_SUPERSCRIPTS)
+        text += f"{NNBSP}×{NNBSP}10{power}"
     if match["percent"]:
-        number += NNBSP + "%"
-    return number
+        text += before_percent + "%"
+    return text
 
 
-def localise(written: str) -> str:
-    """``written``, if it is entirely a number as Python writes it, in the
-    current language (French: ``"4,096"`` -> ``"4\u202f096"``, ``"0.25"`` ->
-    ``"0,25"``); any other text unchanged."""
-    if get_language() != "fr":
+def localise(written: str, language: str | None = None) -> str:
+    """``written``, if it is entirely a number written the English way
+    (:data:`ENGLISH_NUMBER`: ``"4096"``, ``"4,096"``, ``"0.25"``,
+    ``"1.2e+05"``, ``"97.6%"``), written again by the rule of ``language``
+    (by default the current one): ``"4,096"``, ``"1.2 × 10⁵"`` in English,
+    ``"4 096"``, ``"0,25"``, ``"97,6 %"`` in French; any other text (a word,
+    a version ``2.13.0``, a shape ``(2, 6)``) unchanged.
+
+    >>> localise("1.2e+05")
+    '1.2\u202f×\u202f10⁵'
+    >>> localise("0.25", "fr")
+    '0,25'
+
+    Raises:
+        ValueError: if ``language`` is not one of the book's.
+    """
+    language = number_language(language)
+    match = ENGLISH_NUMBER.fullmatch(written)
+    if match is None:
         return written
-    match = _NUMBER.fullmatch(written)
-    return written if match is None else _french(match)
+    whole = match["whole"].replace(",", "")
+    grouped = f"{int(whole):,}" if whole == whole.lstrip("0") or whole == "0" else whole
+    english = match["sign"] + grouped
+    if match["decimals"] is not None:
+        english += "." + match["decimals"]
+    if match["exponent"] is not None:
+        english += f"e{int(match['exponent']):+03d}"
+    elif match["power"] is not None:
+        english += f"e{int(match['power'].translate(_DIGITS)):+03d}"
+    return _written(english + match["percent"], language)
 
 
 class LocalNumber(str):
@@ -250,17 +389,14 @@ class LocalNumber(str):
 
 
 def format_number(value: float, spec: str = "") -> LocalNumber:
-    """``format(value, spec)`` written the current language's way: unchanged
-    in English; ``format_number(4096, ",")`` is ``"4\u202f096"`` and
-    ``format_number(0.25, ".2f")`` is ``"0,25"`` in French.
+    """``format(value, spec)`` written the current language's way by the
+    book's one rule (:func:`number`): ``format_number(4096)``
+    is ``"4,096"`` in English and ``"4\u202f096"`` in French,
+    ``format_number(0.25, ".2f")`` ``"0,25"`` in French; its :attr:`english`
+    is the English writing, which :func:`qkv.page.glue.glue` pastes.
 
     Raises:
-        ValueError: if ``spec`` is not a format spec for ``value``.
+        ValueError: if ``value`` is not one real number or ``spec`` not a
+            format spec for it.
     """
-    try:
-        english = format(value, spec)
-    except (TypeError, ValueError) as error:
-        raise ValueError(
-            f"spec must be a format spec for value {value!r}, got {spec!r}: {error}"
-        ) from None
-    return LocalNumber(localise(english), english)
+    return LocalNumber(number(value, spec), number(value, spec, language="en"))

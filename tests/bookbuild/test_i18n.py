@@ -23,6 +23,7 @@ from bookbuild.i18n.languages import has_words, page_href, sort_key
 from bookbuild.i18n.messages import NBSP, NNBSP, gettext
 from bookbuild.i18n.messages import translations as catalogue_of
 from bookbuild.i18n.numbers import localise_number, localise_value
+from qkv.page.numbers import localise as number_rule
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = sorted((ROOT / "bookbuild" / "src" / "bookbuild").rglob("*.py"))
@@ -401,11 +402,12 @@ def test_a_glued_phrase_becomes_a_template_and_back():
         ("1,234,567.5", f"1{NNBSP}234{NNBSP}567,5"),
         ("0.174", "0,174"),
         ("-0.5", "-0,5"),
-        ("1.0e-06", "1,0e-06"),
-        ("2.50E+03", "2,50E+03"),
+        ("1.0e-06", f"1,0{NNBSP}×{NNBSP}10⁻⁶"),
+        ("2.50E+03", f"2,50{NNBSP}×{NNBSP}10³"),
+        (f"3.4{NNBSP}×{NNBSP}10⁻⁹", f"3,4{NNBSP}×{NNBSP}10⁻⁹"),  # qkv's English
         ("12.5%", f"12,5{NNBSP}%"),
         ("7%", f"7{NNBSP}%"),
-        ("1024", "1024"),  # not grouped in English, not in French
+        ("1024", f"1{NNBSP}024"),  # grouped from four digits, as num() does
         ("42", "42"),
         # Not a number: left as it is.
         ("2.13.0", "2.13.0"),
@@ -420,7 +422,29 @@ def test_a_glued_phrase_becomes_a_template_and_back():
 def test_glued_numbers_in_french(english, french):
     assert localise_number(english, "fr") == french
     assert localise_number(english, "fr_CA") == french
-    assert localise_number(english, "en") == english
+    assert localise_number(english, "de") == english  # a language without a rule
+
+
+@pytest.mark.parametrize(
+    ("written", "english"),
+    [
+        ("3,168", "3,168"),
+        ("3168", "3,168"),  # one grouping rule: from four digits
+        ("0.174", "0.174"),
+        ("12.5%", "12.5%"),
+        ("1.2e+05", f"1.2{NNBSP}×{NNBSP}10⁵"),  # a value glued with :.1e
+        ("-1.0e-06", f"-1.0{NNBSP}×{NNBSP}10⁻⁶"),
+        ("2.13.0", "2.13.0"),
+        ("(2, 6)", "(2, 6)"),
+        ("cat", "cat"),
+    ],
+)
+def test_glued_numbers_in_english_by_the_same_rule(written, english):
+    """English pages keep their conventions, but by the one rule of
+    :mod:`qkv.page.numbers`: thousands grouped, powers of ten written as such."""
+    assert localise_number(written, "en") == english
+    assert localise_number(written, None) == english
+    assert localise_number(written, "en") == number_rule(written, "en")
 
 
 @pytest.mark.parametrize(

@@ -334,13 +334,14 @@ def test_glued_numbers_are_written_the_french_way_on_french_pages(book):
     root, _, _ = book
     french, english = words(html(root, "lesson", "fr")), words(html(root, "lesson"))
     assert (
-        "The model has 3,168 weights, a share of 0.174, an error of 1.0e-06, a rate"
-        " of 12.5%, 1024 tokens, version 2.13.0 and the word cat." in english
-    )
+        "The model has 3,168 weights, a share of 0.174, an error of "
+        f"1.0{NNBSP}×{NNBSP}10⁻⁶, a rate of 12.5%, 1,024 tokens, version 2.13.0 and "
+        "the word cat." in english
+    )  # one rule on both sites: powers of ten, thousands from four digits
     assert (
-        f"Le modèle a 3{NNBSP}168 poids, une part de 0,174, une erreur de 1,0e-06,"
-        f" un taux de 12,5{NNBSP}%, 1024 jetons, la version 2.13.0 et le mot cat."
-        in french
+        f"Le modèle a 3{NNBSP}168 poids, une part de 0,174, une erreur de "
+        f"1,0{NNBSP}×{NNBSP}10⁻⁶, un taux de 12,5{NNBSP}%, 1{NNBSP}024 jetons, la "
+        "version 2.13.0 et le mot cat." in french
     )
     assert "Deux poids ; le premier vaut 0,174." in french.replace(NNBSP, " ")
     assert "Two weights; the first is 0.174." in english

@@ -159,7 +159,7 @@ def test_numbers_the_language_s_way():
         (4096, ",", "4,096", f"4{NNBSP}096"),
         (1234567.5, ",.1f", "1,234,567.5", f"1{NNBSP}234{NNBSP}567,5"),
         (-0.5, ".1f", "-0.5", "-0,5"),
-        (1.5e-6, ".1e", "1.5e-06", "1,5e-06"),
+        (1.5e-6, ".1e", f"1.5{NNBSP}×{NNBSP}10⁻⁶", f"1,5{NNBSP}×{NNBSP}10⁻⁶"),
         (0.125, ".1%", "12.5%", f"12,5{NNBSP}%"),
         (7, "d", "7", "7"),
     ]
@@ -178,12 +178,14 @@ def test_numbers_the_language_s_way():
 
 
 def test_tables_and_sizes_in_french_and_english_unchanged():
-    rows = [("4,096", "0.25", 3, 0.5, "`(2, 6)`", "1.2e+05", "12.5%", "cat")]
+    rows = [("4096", "0.25", 3, 0.5, "`(2, 6)`", "1.2e+05", "12.5%", "cat")]
     header = list("abcdefgh")
+    # English keeps its conventions, but the one rule groups thousands and
+    # writes powers of ten in both languages (issue 37)
     english = (
         "| a | b | c | d | e | f | g | h |\n"
         "| --- | --- | --- | --- | --- | --- | --- | --- |\n"
-        "| 4,096 | 0.25 | 3 | 0.5 | `(2, 6)` | 1.2e+05 | 12.5% | cat |"
+        f"| 4,096 | 0.25 | 3 | 0.5 | `(2, 6)` | 1.2{NNBSP}×{NNBSP}10⁵ | 12.5% | cat |"
     )
     assert glue.markdown_table(rows, header).data == english
     sizes = [512, 1536, 1.25 * 2**30, 64 * 2**30]
@@ -202,7 +204,8 @@ def test_tables_and_sizes_in_french_and_english_unchanged():
     rows = [(f"{num(4096):,}", "0.25", 3, 0.5, "`(2, 6)`", "1.2e+05", "12.5%", "cat")]
     french = glue.markdown_table(rows, header).data.splitlines()[-1]
     assert french == (
-        f"| 4{NNBSP}096 | 0,25 | 3 | 0,5 | `(2, 6)` | 1,2e+05 | 12,5{NNBSP}% | cat |"
+        f"| 4{NNBSP}096 | 0,25 | 3 | 0,5 | `(2, 6)` | 1,2{NNBSP}×{NNBSP}10⁵ "
+        f"| 12,5{NNBSP}% | cat |"
     )
     # a number already written in French is not converted a second time
     cell = glue.markdown_table([(format_number(0.125, ".3f"),)], ["x"]).data

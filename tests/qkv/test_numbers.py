@@ -7,8 +7,10 @@ import pytest
 import torch
 
 import qkv
+from qkv.language import format_number
+from qkv.language import localise as language_localise
 from qkv.page.glue import human_bytes
-from qkv.page.numbers import byte_units, num, number
+from qkv.page.numbers import byte_units, localise, num, number
 
 S = "\u202f"  # narrow no-break space
 
@@ -50,6 +52,45 @@ def test_number_in_both_languages(value, spec, en, fr):
     assert number(value, spec, language="fr") == fr
     assert format(num(value, "en"), spec) == en
     assert format(num(value, "fr"), spec) == fr
+
+
+def test_localise_writes_what_python_wrote_by_the_same_rule():
+    """The one implementation: a number Python (or a glue spec) already wrote
+    is written as :func:`number` would have written it."""
+    cases = [
+        (79972, "", "79972"),
+        (79972, ",", "79,972"),
+        (0.976, ".3f", "0.976"),
+        (1.0, ".1%", "100.0%"),
+        (3.4e-9, ".1e", "3.4e-09"),
+        (1.2e5, ".1e", "1.2e+05"),
+        (2.5e10, ".3g", "2.5e+10"),
+        (-12345.5, ".1f", "-12345.5"),
+    ]
+    for value, spec, python in cases:
+        assert python == format(value, spec)
+        for language in ("en", "fr"):
+            written = number(value, spec, language=language)
+            assert localise(python, language) == written, (python, language)
+            # the rule's own English writing is read back too (what glue pastes)
+            english = number(value, spec, language="en")
+            assert localise(english, language) == written, (english, language)
+
+
+@pytest.mark.parametrize("text", ["2.13.0", "(2, 6)", "5, 3, 2", "cat", "nan", "007"])
+def test_localise_leaves_what_is_not_one_number(text):
+    assert localise(text, "en") == localise(text, "fr") == text
+
+
+def test_qkv_language_calls_the_one_rule(french):
+    written = format_number(3.4e-9, ".1e")
+    assert written == f"3,4{S}×{S}10⁻⁹" == number(3.4e-9, ".1e")
+    assert written.english == f"3.4{S}×{S}10⁻⁹"  # what glue pastes
+    assert language_localise("4096") == f"4{S}096" == localise("4096")
+    qkv.set_language("en")
+    assert format_number(4096) == "4,096" == language_localise("4096")
+    with pytest.raises(ValueError, match="spec"):
+        format_number(0.5, "x.y")
 
 
 def test_rounding_happens_before_grouping_and_zero_loses_its_sign():

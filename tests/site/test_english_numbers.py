@@ -1,6 +1,9 @@
 """The numbers written the English way in what the French pages' code printed
 (issue 37), counted by ``bookbuild.tools.english_numbers``: decimal points,
-ungrouped thousands, e-notation, and English binary units on the whole page.
+ungrouped thousands, e-notation, and English binary units on the whole page;
+and on both sites, e-notation and ungrouped thousands in the prose and tables
+(glued values: the one rule of :mod:`qkv.page.numbers` writes ``1.2 × 10⁵``
+and ``79,972``; 24 e-notations on each site before it did).
 
 Held at zero: a French page whose code prints ``0.976``, ``79972``,
 ``3,4e-09`` or ``1.5 GiB`` fails ``make test`` (``BASELINE``: 383 decimal
@@ -38,6 +41,21 @@ def test_the_french_outputs_have_no_english_format_numbers(built_book):
         f"with qkv.page.numbers.num; the first:\n{examples}"
     )
     assert sorted(report.pages) == sorted(english_numbers.pages_of(ROOT))
+
+
+def test_the_english_prose_and_tables_follow_the_number_rule(built_book):
+    """Glued values and tables on the English site: no ``1.2e+05``, no
+    ``79972`` (powers of ten and thousands by :mod:`qkv.page.numbers`)."""
+    assert built_book.returncode == 0, built_book.output[-3000:]
+    report = count_site(HTML, ROOT, language="en")
+    examples = "\n".join(
+        f"  {hit.page} ({hit.place}) [{hit.kind}] {hit.text}: {hit.line}"
+        for hit in report.hits[:30]
+    )
+    assert sum(report.counts.values()) == 0, (
+        f"numbers against the rule on the English site: {report.counts}; the "
+        f"first:\n{examples}"
+    )
 
 
 PAGE = """<html lang="fr"><body><article class="bd-article">
@@ -89,6 +107,45 @@ def test_units_count_on_the_whole_page(handmade):
         "e-notation": 1,
         "units": 2,
     }
+
+
+ENGLISH_PAGE = """<html lang="en"><body><article class="bd-article">
+<p>The gradient is <span class="pasted-text">1.1e-07</span>, then
+<span class="pasted-text">1.1\u202f×\u202f10⁻⁷</span>; 79972 and 79,972
+parameters, 0.5 of 1.5 KiB, issue pytorch#131863, torch 2.13.0.</p>
+<table class="table"><tr><td>4.2e+01</td><td>123456</td><td>4096</td></tr></table>
+<div class="cell_output docutils container"><div class="output stream"><pre>
+gap 3.4e-09, 0.976, 12345 steps
+</pre></div></div>
+</article></body></html>"""
+
+
+@pytest.fixture(scope="module")
+def english_handmade(tmp_path_factory) -> english_numbers.Report:
+    site = tmp_path_factory.mktemp("site")
+    (site / "book").mkdir(parents=True)
+    (site / "book" / "page.html").write_text(ENGLISH_PAGE, encoding="utf-8")
+    (site / "fr" / "book").mkdir(parents=True)
+    french = ENGLISH_PAGE.replace("0.976", "0,976").replace("0.5 ", "0,5 ")
+    (site / "fr" / "book" / "page.html").write_text(french, encoding="utf-8")
+    return site
+
+
+def test_e_notation_and_thousands_count_in_prose_and_tables_on_both_sites(
+    english_handmade,
+):
+    english = count_site(english_handmade, ROOT, language="en", pages=["book/page"])
+    # prose and tables: e-notation and 5+ digit integers; an issue number, a
+    # version, 4 digits, the rule's own writing, decimals and units: not
+    assert found(english, "e-notation") == ["1.1e-07", "4.2e+01", "3.4e-09"]
+    assert found(english, "thousands") == ["79972", "123456", "12345"]
+    assert english.counts["decimal points"] == english.counts["units"] == 0
+    assert {hit.place for hit in english.hits} == {"pages", "tables", "outputs"}
+    french = count_site(english_handmade, ROOT, pages=["book/page"])
+    assert found(french, "e-notation") == ["1.1e-07", "4.2e+01", "3.4e-09"]
+    assert found(french, "thousands") == ["79972", "123456", "12345"]
+    assert found(french, "units") == ["KiB"]
+    assert found(french, "decimal points") == []  # only outputs' are counted
 
 
 def test_a_repr_and_its_continuation_lines_are_left_out():

@@ -28,141 +28,43 @@ The rules, one per language, the same for prose, tables, outputs and widgets:
 * Not a number: ``NaN``; infinities ``∞`` and ``-∞``.
 
 :func:`number` is the function; :func:`num` wraps a value so that an f-string's
-spec goes through it. :func:`byte_units` gives the binary units of a language
-(English ``KiB``, French ``Kio``), used by :func:`qkv.page.glue.human_bytes`.
+spec goes through it; :func:`localise` writes again a number that Python
+already wrote (``"1.2e+05"``, ``"4096"``, ``"97.6%"``) by the same rule. One
+rule, one implementation: ``number`` and ``localise`` live in the core,
+:mod:`qkv.language` (whose ``format_number`` and whose checkers' messages use
+them; the core never imports this subpackage), and are re-exported here; the
+book's build (``bookbuild.i18n.numbers``: glued values in prose and tables,
+in both editions) calls them too. :func:`byte_units` gives the binary units of
+a language (English ``KiB``, French ``Kio``), used by
+:func:`qkv.page.glue.human_bytes`.
 """
 
 from __future__ import annotations
 
-import math
-import numbers
-import re
+from qkv.language import (
+    ENGLISH_NUMBER,
+    STYLES,
+    localise,
+    number,
+    number_language,
+    real_number,
+)
 
-from qkv.language import get_language
-
-__all__ = ["Num", "byte_units", "decimal_sign", "num", "number"]
-
-#: A narrow no-break space: French thousands, before ``%``, around ``×``.
-NNBSP = "\u202f"
-
-#: Per language: (thousands separator, decimal sign, before ``%``).
-STYLES = {"en": (",", ".", ""), "fr": (NNBSP, ",", NNBSP)}
+__all__ = [
+    "ENGLISH_NUMBER",
+    "Num",
+    "byte_units",
+    "decimal_sign",
+    "localise",
+    "num",
+    "number",
+]
 
 #: Per language: the unit of a byte and its binary multiples, smallest first.
 BYTE_UNITS = {
     "en": ("B", "KiB", "MiB", "GiB", "TiB", "PiB"),
     "fr": ("o", "Kio", "Mio", "Gio", "Tio", "Pio"),
 }
-
-_SUPERSCRIPTS = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
-
-#: Python's format spec: [[fill]align][sign][z][#][0][width][grouping][.precision][type]
-_SPEC = re.compile(
-    r"(?:(?P<fill>.)?(?P<align>[<>=^]))?(?P<sign>[-+ ])?(?P<z>z)?(?P<alt>#)?"
-    r"(?P<zero>0)?(?P<width>\d+)?(?P<grouping>[,_])?(?:\.(?P<precision>\d+))?"
-    r"(?P<type>[bcdeEfFgGnosxX%])?",
-    re.S,
-)
-#: A number as Python writes one with the inner spec.
-_WRITTEN = re.compile(
-    r"(?P<sign>[-+ ]?)(?P<whole>[\d,]+)(?:\.(?P<decimals>\d*))?"
-    r"(?:[eE](?P<exponent>[-+]\d+))?(?P<percent>%?)"
-)
-
-
-def _language(language: str | None) -> str:
-    language = language or get_language()
-    if language not in STYLES:
-        raise ValueError(f"language must be one of {tuple(STYLES)}, got {language!r}")
-    return language
-
-
-def _real(value: object) -> int | float:
-    """``value`` as a Python int or float: a number, a NumPy scalar or a
-    one-number tensor (``.item()``)."""
-    item = getattr(value, "item", None)
-    if not isinstance(value, numbers.Real) and callable(item):
-        numel = getattr(value, "numel", None) or getattr(value, "size", None)
-        count = numel() if callable(numel) else numel
-        if count != 1:
-            shape = tuple(getattr(value, "shape", ()))
-            raise ValueError(f"value must be one number, got a tensor of shape {shape}")
-        value = item()
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"value must be a real number, got {value!r}")
-    return int(value) if isinstance(value, numbers.Integral) else float(value)
-
-
-def number(value: object, spec: str = "", *, language: str | None = None) -> str:
-    """``format(value, spec)`` written the way ``language`` (by default the
-    current language of :mod:`qkv`) writes numbers: see the module's rules.
-
-    >>> number(79972, language="fr") == "79\u202f972"
-    True
-    >>> number(3.4e-9, ".1e")
-    '3.4\u202f×\u202f10⁻⁹'
-
-    Raises:
-        ValueError: if ``value`` is not one real number, ``spec`` not a
-            format spec for it, or ``language`` not one of the book's.
-    """
-    language = _language(language)
-    value = _real(value)
-    parts = _SPEC.fullmatch(spec)
-    if parts is None:
-        raise ValueError(f"spec must be a format spec for numbers, got {spec!r}")
-    kind = parts["type"] or ""
-    if kind in {"b", "c", "o", "s", "x", "X"}:
-        raise ValueError(f"spec must format a decimal number, got {spec!r}")
-    if kind == "n":
-        kind = "g"
-    if isinstance(value, float) and not math.isfinite(value):
-        written = "NaN" if math.isnan(value) else ("∞" if value > 0 else "-∞")
-        if value > 0 and parts["sign"] == "+":
-            written = "+" + written
-    else:
-        grouping = "" if kind in {"e", "E"} else ","
-        inner = (
-            f"{parts['sign'] or ''}{parts['alt'] or ''}{grouping}"
-            f"{'.' + parts['precision'] if parts['precision'] is not None else ''}"
-            f"{kind}"
-        )
-        try:
-            english = format(value, inner)
-        except (TypeError, ValueError) as error:
-            raise ValueError(
-                f"spec must be a format spec for value {value!r}, got {spec!r}: {error}"
-            ) from None
-        written = _written(english, language)
-    width = int(parts["width"] or 0)
-    if width:
-        fill = parts["fill"] or ("0" if parts["zero"] and not parts["align"] else " ")
-        align = parts["align"] or ">"
-        if align == "=":
-            align = ">"
-        written = f"{written:{fill}{align}{width}}"
-    return written
-
-
-def _written(english: str, language: str) -> str:
-    """A number as Python wrote it (grouped with commas), in ``language``."""
-    match = _WRITTEN.fullmatch(english)
-    if match is None:  # pragma: no cover (every decimal spec writes one)
-        return english
-    thousands, decimal, before_percent = STYLES[language]
-    sign = match["sign"]
-    digits = (match["whole"] or "") + (match["decimals"] or "")
-    if sign == "-" and not digits.strip("0,"):
-        sign = ""  # rounded to zero: no "-0.00"
-    text = sign + match["whole"].replace(",", thousands)
-    if match["decimals"] is not None:
-        text += decimal + match["decimals"]
-    if match["exponent"] is not None:
-        power = str(int(match["exponent"])).translate(_SUPERSCRIPTS)
-        text += f"{NNBSP}×{NNBSP}10{power}"
-    if match["percent"]:
-        text += before_percent + "%"
-    return text
 
 
 class Num:
@@ -173,7 +75,7 @@ class Num:
     __slots__ = ("language", "value")
 
     def __init__(self, value: object, language: str | None = None) -> None:
-        self.value = _real(value)
+        self.value = real_number(value)
         self.language = language
 
     def __format__(self, spec: str) -> str:
@@ -199,10 +101,10 @@ def num(value: object, language: str | None = None) -> Num:
 def byte_units(language: str | None = None) -> tuple[str, ...]:
     """The byte and its binary multiples in ``language`` (by default the
     current one): ``("B", "KiB", ...)``; French ``("o", "Kio", ...)``."""
-    return BYTE_UNITS[_language(language)]
+    return BYTE_UNITS[number_language(language)]
 
 
 def decimal_sign(language: str | None = None) -> str:
     """The decimal sign of ``language`` (by default the current one): ``.``
     or ``,``."""
-    return STYLES[_language(language)][1]
+    return STYLES[number_language(language)][1]

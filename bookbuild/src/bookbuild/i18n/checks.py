@@ -42,21 +42,41 @@ NUMBER = re.compile(r"(?<![\w.,])\d+(?:[.,]\d+)*(?:e[-+]?\d+)?(?![\w])")
 #: A number as French writes it: groups of three digits after a no-break space
 #: (U+00A0 or U+202F), a decimal comma: "1\u202f024", "0,5".
 FRENCH_NUMBER = re.compile(
-    r"(?<![\w.,])\d{1,3}(?:[\u00a0\u202f]\d{3})+(?:,\d+)?(?![\w])"
+    r"(?<![\w.,])\d+(?:,\d+)?[\u00a0\u202f ]?×[\u00a0\u202f ]?10⁻?[⁰¹²³⁴⁵⁶⁷⁸⁹]+"
+    r"|(?<![\w.,])\d{1,3}(?:[\u00a0\u202f]\d{3})+(?:,\d+)?(?![\w])"
     r"|(?<![\w.,])\d+(?:\.\d+){2,}(?![\w])"  # a version: 2.13.0
     r"|(?<![\w.,])\d+(?:[.,]\d+)?(?:e[-+]?\d+)?(?![\w])"
 )
 EXPLICIT = re.compile(r"^(.*?)\s*<([^<>]+)>$", re.S)
 
 
+#: A power of ten: Python's ``e-06``, or as the book writes it, ``× 10⁻⁶``.
+_EXPONENT = re.compile(
+    r"[eE]([-+]?\d+)$|[\u00a0\u202f ]?×[\u00a0\u202f ]?10(⁻?[⁰¹²³⁴⁵⁶⁷⁸⁹]+)$"
+)
+_DIGITS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
+
+
+def _exponent(number: str) -> str:
+    """``number`` with its power of ten written one way, ``e-06``."""
+    match = _EXPONENT.search(number)
+    if match is None:
+        return number
+    power = int(match.group(1) or match.group(2).translate(_DIGITS))
+    return f"{number[: match.start()]}e{power:+03d}"
+
+
 def english_number(number: str) -> str:
-    """``"1,024"`` -> ``"1024"``: the value an English number stands for."""
-    return re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", number)
+    """``"1,024"`` -> ``"1024"``: the value an English number stands for
+    (``"1e-6"`` -> ``"1e-06"``)."""
+    return _exponent(re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", number))
 
 
 def french_number(number: str) -> str:
-    """``"1\u202f024"`` -> ``"1024"``, ``"0,5"`` -> ``"0.5"`` (``"0.5"`` is
-    accepted as it is: a value copied from code keeps its point)."""
+    """``"1\u202f024"`` -> ``"1024"``, ``"0,5"`` -> ``"0.5"``, ``"1,0 × 10⁻⁶"``
+    -> ``"1.0e-06"`` (``"0.5"`` is accepted as it is: a value copied from code
+    keeps its point)."""
+    number = _exponent(number)
     return re.sub(r"[\u00a0\u202f]", "", number).replace(",", ".")
 
 

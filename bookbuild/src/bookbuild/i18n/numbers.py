@@ -6,15 +6,17 @@ Python, the English way: ``3,168``, ``0.174``. On a French page a reader takes
 back into a translated glued phrase (:mod:`bookbuild.i18n.glue`), whose quoted
 words also keep English quotes.
 
-Answer: on the pages of a language with its own way (French only, for now),
-each glued value that is entirely a number is written again: thousands
-grouped with a narrow no-break space (U+202F), a decimal comma, a narrow
-no-break space before ``%``; scientific notation keeps its ``e`` and exponent
-and only changes its decimal sign (``1,0e-06``). Anything else (a word, a
-version ``2.13.0``, a shape ``(2, 6)``, a list ``5, 3, 2``) stays as it is.
-Only what is glued: a number a translator types is checked by
-``python -m bookbuild.i18n.translations check``, and the numbers inside figures and
-code outputs stay as printed, shared by both languages.
+Answer: each glued value that is entirely a number is written again by the
+book's one rule, :func:`qkv.language.localise` (the rule of what chapters
+print with :func:`qkv.page.numbers.num`), on the pages of both languages:
+thousands grouped from four digits (``4,096``; French ``4 096`` with a narrow
+no-break space, U+202F), powers of ten written as such (``1.2 × 10⁵``, never
+``1.2e+05``, a value glued with a spec such as ``:.1e`` included), and in
+French a decimal comma and a narrow no-break space before ``%``. Anything
+else (a word, a version ``2.13.0``, a shape ``(2, 6)``, a list ``5, 3, 2``)
+stays as it is. Only what is glued: a number a translator types is checked by
+``python -m bookbuild.i18n.translations check``, and the numbers of code
+outputs are written by the chapters themselves (``num``).
 
 Math too: on such a page every formula (typed in the source or a catalogue,
 or glued, such as a matrix of ``{glue:math}``) writes its decimal numbers with
@@ -38,18 +40,17 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
-from bookbuild.i18n.messages import NBSP, NNBSP, base_language
+from bookbuild.i18n.messages import NBSP, base_language
 
-#: A number as Python formats one: a sign, digits (grouped by commas or not), a
-#: decimal part, an exponent, a percent sign.
-ENGLISH_NUMBER = re.compile(
-    r"(?P<sign>[-+]?)(?P<whole>\d{1,3}(?:,\d{3})+|\d+)(?:\.(?P<decimals>\d+))?"
-    r"(?P<exponent>[eE][-+]?\d+)?(?P<percent>%?)"
-)
+__all__ = ["localise_math", "localise_number", "localise_value"]
+
+#: The languages whose numbers the one rule writes.
+RULED = ("en", "fr")
+
 QUOTED = re.compile(r'"([^"\n]*)"|“([^”\n]*)”')
 
-#: Per language: (thousands separator, decimal sign, before %, quotes).
-STYLES = {"fr": (NNBSP, ",", NNBSP, (f"«{NBSP}", f"{NBSP}»"))}
+#: Per language that writes numbers otherwise than English: its quotes.
+STYLES = {"fr": (f"«{NBSP}", f"{NBSP}»")}
 
 
 def has_own_numbers(language: str | None) -> bool:
@@ -58,22 +59,20 @@ def has_own_numbers(language: str | None) -> bool:
 
 
 def localise_number(text: str, language: str | None) -> str:
-    """``text``, if it is entirely a number, written the way of ``language``
-    (``"3,168"`` -> ``"3\u202f168"``, ``"0.174"`` -> ``"0,174"``,
-    ``"1.0e-06"`` -> ``"1,0e-06"``, ``"12.5%"`` -> ``"12,5\u202f%"`` in
-    French); any other text unchanged."""
-    style = STYLES.get(base_language(language))
-    match = ENGLISH_NUMBER.fullmatch(text) if style else None
-    if match is None:
+    """``text``, if it is entirely a number, written by the book's one rule
+    (:func:`qkv.language.localise`) for ``language``: ``"3,168"`` ->
+    ``"3\u202f168"``, ``"0.174"`` -> ``"0,174"``, ``"1.0e-06"`` ->
+    ``"1,0 × 10⁻⁶"``, ``"12.5%"`` -> ``"12,5\u202f%"`` in French; ``"4096"`` ->
+    ``"4,096"``, ``"1.0e-06"`` -> ``"1.0 × 10⁻⁶"`` in English; any other text,
+    or a language without a rule, unchanged."""
+    base = base_language(language)
+    if base not in RULED:
         return text
-    thousands, decimal, before_percent, _ = style
-    number = match["sign"] + match["whole"].replace(",", thousands)
-    if match["decimals"] is not None:
-        number += decimal + match["decimals"]
-    number += match["exponent"] or ""
-    if match["percent"]:
-        number += before_percent + "%"
-    return number
+    # imported here: the build checks its environment (torch, under qkv)
+    # before anything imports qkv
+    from qkv.language import localise
+
+    return localise(text, base)
 
 
 def localise_value(value: str, language: str | None) -> str:
@@ -85,7 +84,7 @@ def localise_value(value: str, language: str | None) -> str:
         return value
     quoted = QUOTED.fullmatch(value)
     if quoted:
-        opening, closing = style[3]
+        opening, closing = style
         return f"{opening}{quoted.group(1) or quoted.group(2) or ''}{closing}"
     return localise_number(value, language)
 
@@ -116,16 +115,14 @@ def localise_math(latex: str, language: str | None) -> str:
 
 
 class LocaliseGluedNumbers(SphinxPostTransform):
-    """On a page of a language with its own numbers: each ``{glue:text}`` value
-    that is a number, and the numbers of every formula, written that language's
-    way."""
+    """On every page, each ``{glue:text}`` value that is a number written by
+    the book's one rule; on a page of a language with its own numbers, the
+    numbers of every formula written that language's way too."""
 
     default_priority = 6  # after myst-nb pastes values of other pages (5)
 
     def run(self) -> None:
         language = self.config.language
-        if not has_own_numbers(language):
-            return
         for node in self.document.findall(nodes.inline):
             if "pasted-text" not in node.get("classes", []) or len(node) != 1:
                 continue
@@ -135,6 +132,8 @@ class LocaliseGluedNumbers(SphinxPostTransform):
             localised = localise_number(str(text), language)
             if localised != str(text):
                 node.replace(text, nodes.Text(localised))
+        if not has_own_numbers(language):
+            return
         for node in self.document.findall(
             lambda n: isinstance(n, (nodes.math, nodes.math_block))
         ):

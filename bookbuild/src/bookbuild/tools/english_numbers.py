@@ -1,6 +1,9 @@
-"""``python -m bookbuild.tools.english_numbers [SITE] [--json]``: the numbers
-written the English way in what the French pages' code printed (issue 37), a
-sibling of :mod:`bookbuild.tools.english_words`.
+"""``python -m bookbuild.tools.english_numbers [SITE] [--language fr|en] [--json]``:
+the numbers written against the book's one number rule (:mod:`qkv.page.numbers`)
+on a site: in French, the English way in what the pages' code printed (issue
+37); in both languages, Python's e-notation and ungrouped thousands. A sibling
+of :mod:`bookbuild.tools.english_words`, whose page reader it shares
+(:func:`~bookbuild.tools.english_words.read_site`).
 
 Problem: a chapter prints with Python's format specs, which write numbers the
 English way (``0.976``, ``79972``, ``3.4e-09``, ``100.0%``) beside prose and
@@ -19,6 +22,13 @@ line, of four kinds:
 - ``units``: an English binary unit (``KiB``, ``MiB``, ``GiB``, ``TiB``) on
   the whole page (prose, tables and outputs): French is Kio, Mio, Gio, Tio.
 
+And in the prose and tables of a page (glued values, tables built by code),
+on the French site and on the English one (``--language en``): ``e-notation``
+(``1.2e+05``: the rule writes ``1.2 × 10⁵``) and ``thousands`` (an ungrouped
+integer of five digits or more, ``79972``: the rule writes ``79,972``). On the
+English site, that is all that is counted (its decimal points and units are
+its own).
+
 Not counted: the repr of a tensor, an array or a list (a line that starts with
 ``tensor(``, ``array(``, ``[`` or ``(`` or continues one, and a list or tensor
 inside a line), and the value a cell ends with, shown by its repr
@@ -29,23 +39,32 @@ pages are left out as there.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bookbuild.tools.english_words import page_pieces, pages_of
+from bookbuild.tools.english_words import (
+    built_folder,
+    pages_of,
+    ranked_pages,
+    read_site,
+    site_arguments,
+)
+
+__all__ = ["KINDS", "PROSE_KINDS", "count_site", "count_text", "main", "pages_of"]
 
 KINDS = ("decimal points", "thousands", "e-notation", "units")
+#: What is counted in the prose and tables of a page, on either site.
+PROSE_KINDS = ("thousands", "e-notation")
 
 #: A number with a decimal point, not a version or a dotted name.
 DECIMAL_POINT = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.]*\.\d)(?!\.?[A-Za-z_])")
-#: An integer of 5+ digits, not part of a longer token (a hash, a name).
-THOUSANDS = re.compile(r"(?<![\w.,\u202f])\d{5,}(?![\w.,]|\u202f\d)")
+#: An integer of 5+ digits, not part of a longer token (a hash, a name) nor an
+#: issue number (``#131863``).
+THOUSANDS = re.compile(r"(?<![\w.,#\u202f])\d{5,}(?![\w.,]|\u202f\d)")
 #: Scientific notation with an e.
 E_NOTATION = re.compile(r"(?<![\w])\d+(?:[.,]\d+)?[eE][-+]?\d+\b")
 #: An English binary unit.
@@ -62,6 +81,7 @@ class Hit:
     kind: str
     text: str
     line: str
+    place: str = "outputs"
 
 
 @dataclass
@@ -113,58 +133,75 @@ def without_values(html: str) -> str:
     return str(soup)
 
 
-def count_text(text: str, units_only: bool = False) -> dict[str, list[str]]:
-    """The English-format numbers in ``text``, by kind."""
+def count_text(
+    text: str, units_only: bool = False, kinds: Iterable[str] = KINDS
+) -> dict[str, list[str]]:
+    """The English-format numbers in ``text``, by kind (of ``kinds`` only;
+    ``units_only``: the units alone)."""
     found: dict[str, list[str]] = {kind: [] for kind in KINDS}
-    found["units"] = UNITS.findall(text)
+    kinds = set(kinds)
+    if "units" in kinds:
+        found["units"] = UNITS.findall(text)
     if units_only:
         return found
     text = without_reprs(text)
-    found["decimal points"] = DECIMAL_POINT.findall(text)
-    found["thousands"] = THOUSANDS.findall(text)
-    found["e-notation"] = E_NOTATION.findall(text)
+    if "decimal points" in kinds:
+        found["decimal points"] = DECIMAL_POINT.findall(text)
+    if "thousands" in kinds:
+        found["thousands"] = THOUSANDS.findall(text)
+    if "e-notation" in kinds:
+        found["e-notation"] = E_NOTATION.findall(text)
     return found
+
+
+def english(language: str) -> bool:
+    """Whether ``language`` names the English site (``""`` or ``"en"``)."""
+    return language in {"", "en"}
+
+
+def _found(place: str, line: str, language: str) -> dict[str, list[str]]:
+    """What counts in ``line`` of ``place`` on the site of ``language``."""
+    if english(language):  # the rule's own conventions: e-notation, thousands
+        return count_text(line, kinds=PROSE_KINDS)
+    if place == "outputs":
+        return count_text(line)
+    return count_text(line, kinds=(*PROSE_KINDS, "units"))
 
 
 def count_site(
     site: Path, root: Path, language: str = "fr", pages: Iterable[str] | None = None
 ) -> Report:
-    """Count the English-format numbers of the pages of ``site/<language>/``
-    (by default every page of the book)."""
-    folder = site / language
+    """Count the numbers written against the rule on the pages of
+    ``site/<language>/`` (``""`` or ``"en"``: the English site, the root; by
+    default every page of the book)."""
     per_page: dict[str, dict[str, int]] = {}
     hits: list[Hit] = []
-    for page in pages if pages is not None else pages_of(root):
+    for page in read_site(site, root, language, pages, html=without_values):
         counts = dict.fromkeys(KINDS, 0)
-        per_page[page] = counts
-        path = folder / f"{page}.html"
-        if not path.is_file():
-            continue
-        pieces, _ = page_pieces(without_values(path.read_text("utf-8")))
-        for place, text in pieces:
+        per_page[page.name] = counts
+        for place, text in page.pieces:
             lines = output_lines(text) if place == "outputs" else [text]
             for line in lines:
-                found = count_text(line, units_only=place != "outputs")
-                for kind, texts in found.items():
+                for kind, texts in _found(place, line, language).items():
                     counts[kind] += len(texts)
-                    hits += [Hit(page, kind, t, line.strip()[:160]) for t in texts]
+                    hits += [
+                        Hit(page.name, kind, t, line.strip()[:160], place)
+                        for t in texts
+                    ]
     totals = {kind: sum(c[kind] for c in per_page.values()) for kind in KINDS}
     return Report(totals, per_page, hits)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m bookbuild.tools.english_numbers",
-        description="Numbers written the English way in the French pages' outputs.",
+    parser = site_arguments(
+        "english_numbers",
+        "Numbers written against the book's number rule: the English way on the "
+        "French site, e-notation and ungrouped thousands on both.",
     )
-    parser.add_argument("site", nargs="?", default="_build/html", type=Path)
-    parser.add_argument("--root", type=Path, default=Path.cwd(), help="the book")
-    parser.add_argument("--language", default="fr", help="the site's folder")
-    parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--all", action="store_true", help="list every hit")
     args = parser.parse_args(argv)
-    if not (args.site / args.language).is_dir():
-        print(f"english-numbers: no site in {args.site / args.language}: `make book`")
+    folder = built_folder("english_numbers", args.site, args.language)
+    if folder is None:
         return 2
     report = count_site(args.site, args.root, args.language)
     if args.json:
@@ -172,18 +209,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     total = sum(report.counts.values())
     print(
-        f"english-numbers: {total} English-format numbers on "
-        f"{args.site / args.language}: "
+        f"english-numbers: {total} numbers against the rule on {folder}: "
         + ", ".join(f"{kind} {report.counts[kind]}" for kind in KINDS)
     )
-    by_page = Counter({p: sum(c.values()) for p, c in report.pages.items()})
-    for page, n in by_page.most_common():
-        if n:
-            detail = ", ".join(f"{k} {v}" for k, v in report.pages[page].items() if v)
-            print(f"  {n:5d}  {page}  ({detail})")
+    for page, n, detail in ranked_pages(report.pages):
+        print(f"  {n:5d}  {page}  ({detail})")
     shown = report.hits if args.all else report.hits[:40]
     for hit in shown:
-        print(f"  {hit.page} [{hit.kind}] {hit.text}: {hit.line}")
+        print(f"  {hit.page} ({hit.place}) [{hit.kind}] {hit.text}: {hit.line}")
     return 0
 
 

@@ -53,7 +53,7 @@ import json
 import re
 import sys
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from html import unescape
@@ -450,9 +450,7 @@ class Report:
         ]
 
     def top_pages(self, n: int = 10) -> list[tuple[str, int]]:
-        totals = {page: sum(c.values()) for page, c in self.pages.items()}
-        ranked = sorted(totals.items(), key=lambda item: (-item[1], item[0]))
-        return [(page, total) for page, total in ranked if total][:n]
+        return [(page, total) for page, total, _ in ranked_pages(self.pages, n)]
 
     def as_json(self, top: int = 30) -> dict:
         return {
@@ -475,56 +473,124 @@ def pages_of(root: Path) -> list[str]:
     return [page for page in pages(root) if page not in NOT_COUNTED]
 
 
+@dataclass
+class SitePage:
+    """A page of a built site as the counters read it: its name (``book/x``),
+    its file, and :func:`page_pieces` of it (none if it was not built)."""
+
+    name: str
+    path: Path
+    pieces: list[tuple[str, str]]
+    images: list[str]
+
+
+def site_folder(site: Path, language: str) -> Path:
+    """The folder of the ``language`` edition of ``site`` (``""`` or ``"en"``:
+    the English one, the site's root)."""
+    return site / language if language not in {"", "en"} else site
+
+
+def read_site(
+    site: Path,
+    root: Path,
+    language: str = "fr",
+    pages: Iterable[str] | None = None,
+    html: Callable[[str], str] | None = None,
+) -> Iterator[SitePage]:
+    """Each page of the book (``pages``, by default :func:`pages_of`) on the
+    ``language`` edition of ``site``, read into its pieces once, its HTML first
+    passed through ``html`` if given: the one page reader of this module and
+    of :mod:`bookbuild.tools.english_numbers`."""
+    folder = site_folder(site, language)
+    for name in pages if pages is not None else pages_of(root):
+        path = folder / f"{name}.html"
+        if not path.is_file():
+            yield SitePage(name, path, [], [])
+            continue
+        text = path.read_text("utf-8")
+        pieces, images = page_pieces(html(text) if html else text)
+        yield SitePage(name, path, pieces, images)
+
+
+def site_arguments(tool: str, description: str) -> argparse.ArgumentParser:
+    """The command line of a counter of a built site (``python -m
+    bookbuild.tools.<tool>``): the site, ``--root``, ``--language`` (``fr``;
+    ``''`` or ``en`` for the English site) and ``--json``."""
+    parser = argparse.ArgumentParser(
+        prog=f"python -m bookbuild.tools.{tool}", description=description
+    )
+    parser.add_argument("site", nargs="?", default="_build/html", type=Path)
+    parser.add_argument("--root", type=Path, default=Path.cwd(), help="the book")
+    parser.add_argument(
+        "--language", default="fr", help="the site's folder; '' or 'en' for English"
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    return parser
+
+
+def built_folder(tool: str, site: Path, language: str) -> Path | None:
+    """The folder of the ``language`` edition of ``site``, or ``None`` after
+    saying that it is not built."""
+    folder = site_folder(site, language)
+    if folder.is_dir():
+        return folder
+    print(f"{tool.replace('_', '-')}: no site in {folder}: `make book`")
+    return None
+
+
+def ranked_pages(
+    per_page: dict[str, dict[str, int]], n: int | None = None
+) -> list[tuple[str, int, str]]:
+    """The pages with most hits, most first (ties by name): (page, total,
+    ``"kind k, ..."``), pages without any left out."""
+    totals = {page: sum(c.values()) for page, c in per_page.items()}
+    ranked = sorted(totals.items(), key=lambda item: (-item[1], item[0]))
+    return [
+        (page, total, ", ".join(f"{k} {v}" for k, v in per_page[page].items() if v))
+        for page, total in ranked
+        if total
+    ][:n]
+
+
 def count_site(
     site: Path, root: Path, language: str = "fr", pages: Iterable[str] | None = None
 ) -> Report:
     """Count the English words of the pages of ``site/<language>/`` (``""``: the
     English site itself, the sanity check)."""
-    folder = site / language if language else site
     counter = EnglishCounter(vocabulary(root), examples(root))
     per_page: dict[str, dict[str, int]] = {}
     shown: set[Path] = set()
-    for page in pages if pages is not None else pages_of(root):
-        path = folder / f"{page}.html"
+    for page in read_site(site, root, language, pages):
         counts = dict.fromkeys(PLACES, 0)
-        per_page[page] = counts
-        if not path.is_file():
-            continue
-        pieces, images = page_pieces(path.read_text("utf-8"))
-        for place, text in pieces:
-            counts[place] += counter.count(text, place, page)
-        for src in dict.fromkeys(images):
+        per_page[page.name] = counts
+        for place, text in page.pieces:
+            counts[place] += counter.count(text, place, page.name)
+        for src in dict.fromkeys(page.images):
             if not src.endswith(".svg") or "_static/" in src:
                 continue  # a PNG (a widget's static figure) or the logo
-            svg = (path.parent / src).resolve()
+            svg = (page.path.parent / src).resolve()
             if not svg.is_file():
                 continue
             shown.add(svg)
             for text in svg_texts(svg.read_text("utf-8")):
-                counts["figures"] += counter.count(text, "figures", page)
+                counts["figures"] += counter.count(text, "figures", page.name)
     totals = {place: sum(c[place] for c in per_page.values()) for place in PLACES}
     return Report(totals, per_page, counter.hits, len(shown))
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m bookbuild.tools.english_words",
-        description="The English words left on the French site: page text, "
-        "tables, outputs and figures.",
+    parser = site_arguments(
+        "english_words",
+        "The English words left on the French site: page text, tables, outputs "
+        "and figures.",
     )
-    parser.add_argument("site", nargs="?", default="_build/html", type=Path)
-    parser.add_argument("--root", type=Path, default=Path.cwd(), help="the book")
-    parser.add_argument(
-        "--language", default="fr", help="the site's folder; '' for the English one"
-    )
-    parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--top", type=int, default=30, help="how many words to list")
     parser.add_argument(
         "--page", action="append", default=[], help="every hit of this page (book/x)"
     )
     args = parser.parse_args(argv)
-    if not (args.site / args.language).is_dir():
-        print(f"english-words: no site in {args.site / args.language}: `make book`")
+    folder = built_folder("english_words", args.site, args.language)
+    if folder is None:
         return 2
     report = count_site(args.site, args.root, args.language)
     if args.json:
@@ -537,13 +603,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     total = sum(report.counts.values())
     print(
-        f"english-words: {total} English words on {args.site / args.language} "
+        f"english-words: {total} English words on {folder} "
         f"({len(report.pages)} pages, {report.figures} figures): "
         + ", ".join(f"{place} {report.counts[place]}" for place in PLACES)
     )
     print("pages with most:")
-    for page, n in report.top_pages():
-        detail = ", ".join(f"{p} {k}" for p, k in report.pages[page].items() if k)
+    for page, n, detail in ranked_pages(report.pages, 10):
         print(f"  {n:5d}  {page}  ({detail})")
     print(f"the {args.top} most frequent:")
     for word, k, context in report.top_words(args.top):
