@@ -16,6 +16,7 @@ from bookbuild.i18n import terminology
 from bookbuild.site import slides
 from bookbuild.toc import lessons
 from bookbuild.tools import chapter_code, new_chapter
+from bookbuild.tools.testing import wheel_files
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -128,24 +129,7 @@ def test_the_wheel_of_bookbuild_holds_the_templates(tmp_path):
     """A non-editable install of bookbuild can make a chapter: its wheel holds
     the templates (package data) and the compiled catalogue, built from a copy
     of the sources (the build leaves nothing in the repository)."""
-    import zipfile
-
-    shutil.copy(ROOT / "bookbuild" / "pyproject.toml", tmp_path / "pyproject.toml")
-    shutil.copytree(
-        ROOT / "bookbuild" / "src" / "bookbuild",
-        tmp_path / "src" / "bookbuild",
-        ignore=shutil.ignore_patterns("__pycache__"),
-    )
-    done = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", ".", "--no-deps"]
-        + ["--no-build-isolation", "-q", "-w", str(tmp_path / "dist")],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, done.stderr
-    (wheel,) = (tmp_path / "dist").glob("bookbuild-*.whl")
-    names = set(zipfile.ZipFile(wheel).namelist())
+    names = wheel_files(ROOT / "bookbuild", ["pyproject.toml"], "bookbuild", tmp_path)
     for template in sorted(new_chapter.TEMPLATES.iterdir()):
         assert f"bookbuild/tools/templates/{template.name}" in names, template.name
     assert "bookbuild/locale/fr/LC_MESSAGES/bookbuild.mo" in names

@@ -422,25 +422,9 @@ def test_argument_errors_in_french():
 def test_the_wheel_of_qkv_holds_its_compiled_catalogue(tmp_path):
     """``pip install qkv`` gets the .mo it reads in French (package data), from
     a copy of the sources (the build leaves nothing in the repository)."""
-    import shutil
-    import zipfile
+    from bookbuild.tools.testing import wheel_files
 
     root = Path(__file__).resolve().parents[2]
-    for name in ("pyproject.toml", "README.md", "LICENSE"):
-        shutil.copy(root / name, tmp_path / name)
-    shutil.copytree(
-        root / "src" / "qkv",
-        tmp_path / "src" / "qkv",
-        ignore=shutil.ignore_patterns("__pycache__"),
-    )
-    done = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", ".", "--no-deps"]
-        + ["--no-build-isolation", "-q", "-w", str(tmp_path / "dist")],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, done.stderr
-    (wheel,) = (tmp_path / "dist").glob("qkv-*.whl")
-    names = zipfile.ZipFile(wheel).namelist()
+    files = ["pyproject.toml", "README.md", "LICENSE"]
+    names = wheel_files(root, files, "qkv", tmp_path)
     assert "qkv/locale/fr/LC_MESSAGES/qkv.mo" in names, names

@@ -139,6 +139,32 @@ def require_chromium() -> None:
     pytest.skip(reason)
 
 
+def wheel_files(project: Path, files: list[str], package: str, into: Path) -> set[str]:
+    """The paths inside the wheel of the package ``package`` built from a copy
+    of ``project`` (its ``files`` and ``src/<package>``, caches left out) in
+    ``into``: what a non-editable install gets (the build leaves nothing in
+    the repository)."""
+    import zipfile
+
+    for name in files:
+        shutil.copy(project / name, into / name)
+    shutil.copytree(
+        project / "src" / package,
+        into / "src" / package,
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", ".", "--no-deps"]
+        + ["--no-build-isolation", "-q", "-w", str(into / "dist")],
+        cwd=into,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    (wheel,) = (into / "dist").glob(f"{package}-*.whl")
+    return set(zipfile.ZipFile(wheel).namelist())
+
+
 def make_variable(root: Path, name: str) -> str:
     """The value of a variable of the book's Makefile (``make print-NAME``)."""
     done = subprocess.run(
